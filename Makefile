@@ -1,0 +1,37 @@
+# Attention, Step by Step: two commands set everything up on a fresh machine.
+#   make book   create .venv if missing, install, build the HTML book strictly
+#   make test   install what the tests need and run all of them
+#   make lab    open the chapters in JupyterLab (live explorers)
+#   make bench  print the explorers' latency and the book's size figures
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: book test lab bench clean help
+help:
+	@sed -n '2,5p' Makefile
+
+$(STAMP): requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
+	  "Python 3.11 or newer is required (found %d.%d); set PYTHON=python3.11" % sys.version_info[:2])'
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@touch $(STAMP)
+
+book: $(STAMP)
+	$(BIN)/python tools/build_book.py
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir=chapters
+
+bench: $(STAMP)
+	$(BIN)/python tools/bench.py
+
+clean:
+	rm -rf _build _vendor

@@ -1,0 +1,108 @@
+"""Input checks shared by attnbook's functions.
+
+Every public function checks its arguments here before any arithmetic, so a
+learner who passes the wrong thing gets an error that names the argument and
+shows what was expected and what arrived, instead of a silently wrong number.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def as_real(x, name: str) -> np.ndarray:
+    """Return `x` as a float64 array, or raise TypeError naming `name`.
+
+    bool, signed and unsigned integers and all float widths are accepted and
+    cast to float64 first (so uint8 arithmetic can never wrap around).
+    Strings, complex numbers, objects and None are refused.
+    """
+    if x is None:
+        raise TypeError(f"{name} must be an array of real numbers, got None")
+    if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor
+        x = x.detach().cpu().numpy()
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as err:  # ragged nested lists, for instance
+        raise TypeError(f"{name} must be an array of real numbers; "
+                        f"numpy could not read it as one ({err})") from None
+    if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer) \
+            or np.issubdtype(a.dtype, np.floating):
+        return a.astype(np.float64)
+    raise TypeError(f"{name} must be an array of real numbers, got dtype "
+                    f"{a.dtype} (value {_short(a)})")
+
+
+def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> None:
+    """Raise ValueError if `a` holds NaN or infinity (or only NaN/+inf)."""
+    bad = np.isnan(a) | (a == np.inf)
+    if not allow_neg_inf:
+        bad |= a == -np.inf
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        what = "NaN or +inf" if allow_neg_inf else "NaN or inf"
+        raise ValueError(f"{name} must not contain {what}; found {a[where]} at "
+                         f"index {where if a.ndim else '()'} of {name} with shape "
+                         f"{a.shape}")
+
+
+def require_ndim(a: np.ndarray, name: str, allowed: tuple[int, ...] | str,
+                 layout: str) -> None:
+    """Raise ValueError unless `a.ndim` is allowed.
+
+    `allowed` is a tuple of exact dimension counts or ">=k"; `layout` names
+    the expected axes, e.g. "(..., n_q, d_k)".
+    """
+    if isinstance(allowed, str):
+        ok = a.ndim >= int(allowed[2:])
+    else:
+        ok = a.ndim in allowed
+    if not ok:
+        raise ValueError(f"{name} must have shape {layout}; got {a.ndim} "
+                         f"dimension(s), shape {a.shape}")
+
+
+def positive_number(x, name: str) -> float:
+    """Return `x` as a float if it is a finite real number > 0, else raise."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
+            x = x.item()
+        else:
+            raise TypeError(f"{name} must be a real number > 0, got "
+                            f"{type(x).__name__} {x!r}")
+    x = float(x)
+    if not np.isfinite(x) or x <= 0:
+        raise ValueError(f"{name} must be a finite number > 0, got {x}")
+    return x
+
+
+def as_mask(mask, name: str, target_shape: tuple[int, ...]) -> np.ndarray:
+    """Return a boolean mask broadcast to `target_shape` (True = may attend)."""
+    if hasattr(mask, "detach") and hasattr(mask, "numpy"):
+        mask = mask.detach().cpu().numpy()
+    m = np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise TypeError(f"{name} must be boolean (True = may attend), got dtype "
+                        f"{m.dtype}; for 0/1 values use {name}.astype(bool), and "
+                        f"pass additive score offsets as scores instead")
+    try:
+        return np.broadcast_to(m, target_shape)
+    except ValueError:
+        raise ValueError(f"{name} must broadcast to the scores' shape "
+                         f"{target_shape}; got shape {m.shape}") from None
+
+
+def axis_index(axis, ndim: int, name: str = "axis") -> int:
+    """Return `axis` as a non-negative index into `ndim` axes, or raise."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(axis).__name__} {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{name}={axis} is out of range for an array with "
+                         f"{ndim} dimension(s)")
+    return int(axis) % ndim
+
+
+def _short(a: np.ndarray) -> str:
+    text = np.array2string(a.ravel()[:4], threshold=4)
+    return text if a.size <= 4 else text[:-1] + " ...]"

@@ -1,0 +1,244 @@
+"""Reference numpy implementations of softmax and scaled dot-product attention.
+
+Notation follows the book: n_q queries and n_k keys of width d_k, values of
+width d_v. Rows are tokens, so Q is (n_q, d_k), K is (n_k, d_k), V is
+(n_k, d_v), scores and weights are (n_q, n_k) and the output is (n_q, d_v).
+Leading batch dimensions ("...") broadcast as in numpy.
+
+Conventions (the same as torch >= 2.5 scaled_dot_product_attention):
+- a mask is boolean with True = "this query may attend to this key";
+- a masked position gets weight exactly 0;
+- a row whose keys are all masked gets all-zero weights, so its output is 0.
+Everything is computed in float64.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._checks import (as_mask, as_real, axis_index, positive_number,
+                      require_finite, require_ndim)
+
+__all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
+           "self_attention", "causal_mask", "SelfAttention"]
+
+
+def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
+    """softmax(x / temperature) along `axis`, computed stably in float64.
+
+    x: any shape of real numbers (bool, int and uint8 are cast to float64
+       first). -inf is allowed and gets weight exactly 0; a slice that is all
+       -inf gets all zeros. NaN and +inf are refused.
+    temperature: finite number > 0. Near 0 the result tends to the one-hot
+       argmax; large values tend to the uniform distribution.
+    returns an array of x's shape; each slice along `axis` sums to 1 (or is all 0).
+    """
+    x = as_real(x, "x")
+    t = positive_number(temperature, "temperature")
+    ax = axis_index(axis, x.ndim) if x.ndim else None
+    require_finite(x, "x", allow_neg_inf=True)
+    if x.ndim == 0:
+        raise ValueError("x must have at least one dimension to take a softmax "
+                         "over; got a scalar, shape ()")
+    return _softmax(x, ax, t)
+
+
+def _softmax(x: np.ndarray, axis: int, temperature: float = 1.0) -> np.ndarray:
+    """softmax without checks; x is float64 with no NaN or +inf."""
+    if x.shape[axis] == 0:
+        return x.copy()
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isneginf(top), 0.0, top)       # all -inf slices stay -inf
+    # shift first, then divide: (x - top) <= 0, so nothing can overflow
+    e = np.exp((x - top) / temperature)
+    total = np.sum(e, axis=axis, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
+
+
+def masked_softmax(scores, mask=None, valid_lens=None, axis: int = -1) -> np.ndarray:
+    """softmax over `axis` that gives masked positions exactly 0.
+
+    scores: (..., n_q, n_k) real; -inf means "weight 0", NaN and +inf are refused.
+    mask: boolean, broadcastable to scores, True = may attend.
+    valid_lens: integers in [0, n_k], as in the d2l book: either one per row of
+       the batch, shape scores.shape[:-2] (shared by all its queries), or one
+       per query, shape scores.shape[:-1]. Query i then sees keys 0..len-1.
+       Only for axis=-1.
+    A row with no allowed key (valid length 0, or an all-False mask row) gets
+    all-zero weights: the convention of torch >= 2.5
+    scaled_dot_product_attention, not NaN and not a uniform row.
+    returns weights with the shape of scores.
+    """
+    scores = as_real(scores, "scores")
+    require_ndim(scores, "scores", ">=1", "(..., n_k)")
+    ax = axis_index(axis, scores.ndim)
+    require_finite(scores, "scores", allow_neg_inf=True)
+    allowed = np.ones(scores.shape, dtype=bool)
+    if mask is not None:
+        allowed = allowed & as_mask(mask, "mask", scores.shape)
+    if valid_lens is not None:
+        if ax != scores.ndim - 1:
+            raise ValueError(f"valid_lens counts keys along the last axis; it "
+                             f"cannot be combined with axis={axis}")
+        allowed = allowed & _valid_lens_mask(valid_lens, scores.shape)
+    return _softmax(np.where(allowed, scores, -np.inf), ax)
+
+
+def _valid_lens_mask(valid_lens, shape: tuple[int, ...]) -> np.ndarray:
+    """Boolean mask of `shape` = (..., n_q, n_k) from per-row or per-query lengths."""
+    n_k = shape[-1]
+    lens = np.asarray(valid_lens.detach().cpu().numpy()
+                      if hasattr(valid_lens, "detach") else valid_lens)
+    if lens.dtype == np.bool_ or not np.issubdtype(lens.dtype, np.integer):
+        raise TypeError(f"valid_lens must hold integers, got dtype {lens.dtype}")
+    per_query, per_row = shape[:-1], shape[:-2]
+    if lens.shape == per_query:
+        lens = lens[..., None]                               # (..., n_q, 1)
+    elif len(shape) >= 2 and lens.shape == per_row:
+        lens = lens[..., None, None]                         # (..., 1, 1)
+    else:
+        expected = f"{per_row} (one per row of the batch) or {per_query} " \
+                   f"(one per query)" if len(shape) >= 2 else f"{per_query}"
+        raise ValueError(f"valid_lens must have shape {expected} for scores of "
+                         f"shape {shape}; got shape {lens.shape}")
+    if lens.size and (lens.min() < 0 or lens.max() > n_k):
+        bad = lens[(lens < 0) | (lens > n_k)].ravel()[0]
+        raise ValueError(f"valid_lens must lie in [0, n_k] = [0, {n_k}]; got {bad}")
+    return np.arange(n_k) < lens                             # (..., n_q, n_k)
+
+
+class SelfAttention(NamedTuple):
+    """Every intermediate of one self-attention step (see `self_attention`)."""
+    Q: np.ndarray        # (..., n, d_k)
+    K: np.ndarray        # (..., n, d_k)
+    V: np.ndarray        # (..., n, d_v)
+    scores: np.ndarray   # (..., n, n), scaled, before the softmax
+    weights: np.ndarray  # (..., n, n), rows sum to 1 (or 0 if fully masked)
+    output: np.ndarray   # (..., n, d_v)
+
+
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
+    """softmax(scale * Q Kᵀ) V, with an optional boolean mask.
+
+    Q: (..., n_q, d_k), or one query (d_k,)
+    K: (..., n_k, d_k)
+    V: (..., n_k, d_v), or scalar values (n_k,)
+    mask: boolean, broadcastable to (..., n_q, n_k); True = may attend
+    scale: defaults to 1/sqrt(d_k); scale=1.0 gives plain dot-product attention
+    returns (output, weights): output (..., n_q, d_v) and weights
+    (..., n_q, n_k). A single query drops the n_q axis and scalar values drop
+    the d_v axis, so q (d_k,) with V (n_k,) gives a scalar output.
+    A query whose keys are all masked gets zero weights and a zero output.
+    """
+    _, weights, output = _attend(Q, K, V, mask, scale, names=("Q", "K", "V"))
+    return output, weights
+
+
+def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
+    """Self-attention of the tokens in X with projections W_q, W_k, W_v.
+
+    X: (..., n, d_model); W_q, W_k: (d_model, d_k); W_v: (d_model, d_v)
+    Q = X W_q, K = X W_k, V = X W_v (rows are tokens); then
+    scaled_dot_product_attention(Q, K, V, mask, scale).
+    returns SelfAttention(Q, K, V, scores, weights, output); scores are
+    already scaled and taken before the softmax.
+    """
+    X = as_real(X, "X")
+    require_ndim(X, "X", ">=2", "(..., n, d_model)")
+    require_finite(X, "X")
+    d_model = X.shape[-1]
+    projections = []
+    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
+        W = as_real(W, name)
+        require_ndim(W, name, (2,), "(d_model, d_out)")
+        if W.shape[0] != d_model:
+            raise ValueError(f"{name} must have shape (d_model, d_out) = "
+                             f"({d_model}, d_out) to multiply X of shape "
+                             f"{X.shape}; got {name} of shape {W.shape}")
+        require_finite(W, name)
+        projections.append(W)
+    W_q, W_k, W_v = projections
+    if W_q.shape[1] != W_k.shape[1]:
+        raise ValueError(f"W_q and W_k must give queries and keys of the same "
+                         f"width d_k; got W_q {W_q.shape} and W_k {W_k.shape}")
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v          # (..., n, d_k), (..., n, d_k), (..., n, d_v)
+    scores, weights, output = _attend(Q, K, V, mask, scale,
+                                      names=("X @ W_q", "X @ W_k", "X @ W_v"))
+    return SelfAttention(Q, K, V, scores, weights, output)
+
+
+def _attend(Q, K, V, mask, scale, names):
+    """Checked attention; returns (scores, weights, output)."""
+    nq, nk, nv = names
+    Q, K, V = as_real(Q, nq), as_real(K, nk), as_real(V, nv)
+    require_ndim(Q, nq, ">=1", "(..., n_q, d_k) or (d_k,)")
+    require_ndim(K, nk, ">=2", "(..., n_k, d_k)")
+    require_ndim(V, nv, ">=1", "(..., n_k, d_v) or (n_k,)")
+    one_query, scalar_values = Q.ndim == 1, V.ndim == 1
+    Q2 = Q[None, :] if one_query else Q                      # (..., n_q, d_k)
+    V2 = V[:, None] if scalar_values else V                  # (..., n_k, d_v)
+    n_k, d_k = K.shape[-2], K.shape[-1]
+    if Q2.shape[-1] != d_k:
+        raise ValueError(f"{nq} and {nk} must share d_k (their last axis): "
+                         f"expected {nq} (..., n_q, {d_k}) to match {nk} of shape "
+                         f"{K.shape}; got {nq} of shape {Q.shape}")
+    if d_k == 0:
+        raise ValueError(f"d_k must be at least 1; got {nk} of shape {K.shape}")
+    if n_k == 0:
+        raise ValueError(f"there must be at least one key; got {nk} of shape "
+                         f"{K.shape} (n_k = 0)")
+    if V2.shape[-2] != n_k:
+        expected = f"({n_k},) or (..., {n_k}, d_v)"
+        raise ValueError(f"{nv} must have one row per key: expected {expected} "
+                         f"to match {nk} of shape {K.shape}; got {nv} of shape "
+                         f"{V.shape}")
+    try:
+        batch = np.broadcast_shapes(Q2.shape[:-2], K.shape[:-2], V2.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the batch dimensions of {nq} {Q.shape[:-2]}, {nk} "
+                         f"{K.shape[:-2]} and {nv} {V.shape[:-2]} do not "
+                         f"broadcast together") from None
+    for name, a in ((nq, Q), (nk, K), (nv, V)):
+        require_finite(a, name)
+    scale = 1.0 / np.sqrt(d_k) if scale is None else positive_number(scale, "scale")
+    scores_shape = batch + (Q2.shape[-2], n_k)
+    allowed = None
+    if mask is not None:
+        shown = scores_shape[:-2] + (n_k,) if one_query else scores_shape
+        allowed = as_mask(mask, "mask", shown)
+        if one_query:
+            allowed = allowed[..., None, :]
+
+    scores = scale * (Q2 @ np.swapaxes(K, -1, -2))          # (..., n_q, n_k)
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+    weights = _softmax(scores, scores.ndim - 1)              # (..., n_q, n_k)
+    output = weights @ V2                                    # (..., n_q, d_v)
+    if one_query:                                            # drop n_q
+        scores, weights = scores[..., 0, :], weights[..., 0, :]
+        output = output[..., 0, :]
+    if scalar_values:                                        # drop d_v
+        output = output[..., 0]
+    return scores, weights, output
+
+
+def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
+    """Boolean (n_q, n_k) mask, True where query i may look at key j (j <= i).
+
+    n_k defaults to n_q. For n_q != n_k the mask is aligned top-left, like
+    torch's scaled_dot_product_attention(is_causal=True): query i sees keys
+    0..i.
+    """
+    n_q = _count(n_q, "n_q")
+    n_k = n_q if n_k is None else _count(n_k, "n_k")
+    return np.tril(np.ones((n_q, n_k), dtype=bool))
+
+
+def _count(n, name: str) -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"{name} must be a positive integer, got "
+                        f"{type(n).__name__} {n!r}")
+    if n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n}")
+    return int(n)

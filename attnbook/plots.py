@@ -1,0 +1,158 @@
+"""Figures for the book: annotated attention heatmaps and grids of them.
+
+Rows are queries, columns are keys. Functions draw on an `ax` you pass, or
+make their own figure and return it; none of them touches global rcParams.
+Figures get an opaque white background so they read the same on the book's
+light and dark themes.
+
+Figures are plain `matplotlib.figure.Figure` objects, not pyplot figures, so
+there is no hidden list of open figures. So that Jupyter shows a returned
+Figure as a picture even when pyplot was never imported, importing this
+module inside IPython registers a PNG formatter for Figure (the one
+`%matplotlib inline` would register) unless one is registered already.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib
+import numpy as np
+from matplotlib.figure import Figure
+
+from ._checks import as_real, require_ndim
+
+__all__ = ["heatmap", "heatmap_grid", "new_figure", "CMAP"]
+
+#: Perceptually uniform, colour-blind-safe sequential colormap.
+CMAP = "cividis"
+#: Matrices with at most this many cells get their values written in.
+ANNOTATE_MAX_CELLS = 144
+
+
+DPI = 110
+
+
+def _register_ipython_png() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is optional
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    png = shell.display_formatter.formatters["image/png"]
+    if Figure in png.type_printers:
+        return
+    from IPython.core.pylabtools import print_figure
+    png.for_type(Figure, lambda fig: print_figure(fig, "png", dpi=DPI))
+
+
+_register_ipython_png()
+
+
+def new_figure(width: float = 4.8, height: float = 3.6, **subplots_kw):
+    """A matplotlib Figure (not registered with pyplot) and its axes.
+
+    Using Figure directly means no global state: nothing to close, nothing
+    shared between cells. Jupyter displays a returned Figure as usual.
+    """
+    fig = Figure(figsize=(width, height), dpi=DPI, facecolor="white", layout="constrained")
+    axes = fig.subplots(**subplots_kw)
+    return fig, axes
+
+
+def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
+            col_labels: Sequence[str] | None = None, title: str | None = None,
+            xlabel: str = "keys", ylabel: str = "queries", vmin: float | None = 0.0,
+            vmax: float | None = 1.0, annotate: bool | None = None, fmt: str = "{:.2f}",
+            colorbar: bool = True, cmap: str = CMAP):
+    """Draw a (n_q, n_k) matrix as an annotated heatmap.
+
+    weights: (n_q, n_k) or (n_k,) (drawn as one row).
+    row_labels / col_labels: tick labels (token names) for queries / keys.
+    vmin, vmax: colour range; the default [0, 1] suits attention weights,
+       pass None to fit the data (for raw scores).
+    annotate: write each value in its cell; default: when there are at most
+       ANNOTATE_MAX_CELLS cells.
+    returns the Figure (a new one when `ax` is None, else ax's).
+    """
+    w = as_real(weights, "weights")
+    require_ndim(w, "weights", (1, 2), "(n_q, n_k) or (n_k,)")
+    w = np.atleast_2d(w)
+    n_q, n_k = w.shape
+    for name, labels, n in (("row_labels", row_labels, n_q), ("col_labels", col_labels, n_k)):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} must have one label per {'row' if name[0] == 'r' else 'column'}"
+                             f" of weights {w.shape}: expected {n}, got {len(labels)}")
+    if ax is None:
+        width = min(1.6 + 0.62 * n_k + (0.9 if colorbar else 0), 9.0)
+        height = min(1.3 + 0.5 * n_q, 7.0)
+        fig, ax = new_figure(width, height)
+    fig = ax.figure
+    finite = w[np.isfinite(w)]
+    lo = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
+    hi = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
+    if hi <= lo:
+        hi = lo + 1.0
+    image = ax.imshow(w, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(n_k), labels=col_labels if col_labels is not None else range(n_k))
+    ax.set_yticks(range(n_q), labels=row_labels if row_labels is not None else range(n_q))
+    if col_labels is not None and max((len(str(c)) for c in col_labels), default=0) > 4:
+        ax.tick_params(axis="x", labelrotation=45)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if annotate is None:
+        annotate = w.size <= ANNOTATE_MAX_CELLS
+    if annotate:
+        colormap = matplotlib.colormaps[cmap]
+        for i in range(n_q):
+            for j in range(n_k):
+                value = w[i, j]
+                shade = colormap((value - lo) / (hi - lo)) if np.isfinite(value) else (1, 1, 1, 1)
+                luminance = 0.2126 * shade[0] + 0.7152 * shade[1] + 0.0722 * shade[2]
+                ax.text(j, i, fmt.format(value), ha="center", va="center", fontsize=9,
+                        color="black" if luminance > 0.5 else "white")
+    if colorbar:
+        fig.colorbar(image, ax=ax, shrink=0.9)
+    return fig
+
+
+def heatmap_grid(matrices, titles: Sequence[str] | None = None,
+                 row_labels: Sequence[str] | None = None,
+                 col_labels: Sequence[str] | None = None, ncols: int | None = None,
+                 vmin: float | None = 0.0, vmax: float | None = 1.0, **heatmap_kw):
+    """Several heatmaps side by side with one shared colour bar.
+
+    matrices: a sequence of (n_q, n_k) arrays, or an array (m, n_q, n_k).
+    titles: one per matrix. Labels and the colour range are shared.
+    returns the Figure.
+    """
+    mats = [np.atleast_2d(as_real(m, f"matrices[{i}]")) for i, m in enumerate(matrices)]
+    if not mats:
+        raise ValueError("matrices must hold at least one matrix; got none")
+    if titles is not None and len(titles) != len(mats):
+        raise ValueError(f"titles must have one entry per matrix: expected "
+                         f"{len(mats)}, got {len(titles)}")
+    ncols = ncols or len(mats)
+    nrows = -(-len(mats) // ncols)
+    n_q, n_k = mats[0].shape
+    fig, axes = new_figure(min(1.0 + ncols * (1.2 + 0.55 * n_k), 12.0),
+                           min(0.8 + nrows * (1.0 + 0.45 * n_q), 9.0),
+                           nrows=nrows, ncols=ncols, squeeze=False)
+    if vmin is None or vmax is None:
+        finite = np.concatenate([m[np.isfinite(m)] for m in mats])
+        vmin = finite.min() if vmin is None else vmin
+        vmax = finite.max() if vmax is None else vmax
+    for k, ax in enumerate(axes.flat):
+        if k >= len(mats):
+            ax.set_visible(False)
+            continue
+        heatmap(mats[k], ax=ax, row_labels=row_labels, col_labels=col_labels,
+                title=titles[k] if titles else None, vmin=vmin, vmax=vmax,
+                colorbar=False, **heatmap_kw)
+        if k % ncols:
+            ax.set_ylabel("")
+    fig.colorbar(axes.flat[0].images[0], ax=axes.ravel().tolist(), shrink=0.85)
+    return fig

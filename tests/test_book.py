@@ -1,0 +1,135 @@
+"""The strict book build, and every built page in headless Chromium.
+
+Each page is loaded from a local server on 127.0.0.1 while every request to
+any other host is blocked and counted. A page fails on a console error, a
+failed, blocked or 4xx/5xx request, TeX left unrendered, or a broken image.
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import urlparse
+
+import pytest
+
+from conftest import ROOT, toc_files
+
+pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]
+
+RAW_TEX = ["\\(", "\\)", "\\[", "\\]", "$$", "\\begin{"]
+
+
+def built_pages(html_dir):
+    return sorted(p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
+                  if not p.relative_to(html_dir).parts[0].startswith(("_", "reports")))
+
+
+def test_strict_build_produces_a_page_for_every_toc_entry(built_book):
+    for name in toc_files():
+        assert (built_book / f"{name}.html").is_file(), f"no page for {name}"
+    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").is_file(), \
+        "MathJax was not vendored into the build (is npm installed?)"
+
+
+def test_no_built_page_references_another_host(built_book):
+    offenders = {}
+    for page in built_pages(built_book):
+        html = (built_book / page).read_text(errors="replace")
+        for tag in ("script", "link", "img", "iframe"):
+            start = 0
+            while (i := html.find(f"<{tag}", start)) != -1:
+                end = html.find(">", i)
+                element = html[i:end]
+                start = end
+                for key in ("src=\"", "href=\""):
+                    j = element.find(key)
+                    if j != -1:
+                        url = element[j + len(key):element.find("\"", j + len(key))]
+                        if url.startswith(("http:", "https:", "//")) and \
+                                not (tag == "link" and "stylesheet" not in element
+                                     and "preload" not in element):
+                            offenders.setdefault(page, []).append(url)
+    assert not offenders, f"pages load assets from other hosts: {offenders}"
+
+
+def check_page(browser, base_url: str, page_path: str) -> dict:
+    """Load one page; return what went wrong on it."""
+    context = browser.new_context()
+    page = context.new_page()
+    report = {"page": page_path, "console_errors": [], "failed": [], "blocked": [],
+              "bad_status": [], "raw_tex": [], "broken_images": [], "math": 0}
+
+    def route(r):
+        host = urlparse(r.request.url).hostname
+        if r.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
+            r.continue_()
+        else:
+            report["blocked"].append(r.request.url)
+            r.abort()
+
+    context.route("**/*", route)
+    page.on("console", lambda m: m.type == "error" and report["console_errors"].append(m.text))
+    page.on("pageerror", lambda e: report["console_errors"].append(str(e)))
+    page.on("requestfailed", lambda r: report["failed"].append(f"{r.url} ({r.failure})"))
+    page.on("response", lambda r: r.status >= 400 and report["bad_status"].append(
+        f"{r.status} {r.url}"))
+    page.goto(f"{base_url}/{page_path}", wait_until="load")
+    page.wait_for_load_state("networkidle")   # index.html redirects to intro.html
+    report["math"] = page.evaluate("""async () => {
+        if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+            await MathJax.startup.promise;
+        }
+        return document.querySelectorAll('mjx-container').length;
+    }""")
+    report["broken_images"] = page.evaluate("""async () => {
+        const imgs = [...document.images];
+        imgs.forEach(i => { i.loading = 'eager'; });
+        await Promise.all(imgs.map(i => i.complete ? null :
+            new Promise(ok => { i.onload = ok; i.onerror = ok; })));
+        return imgs.filter(i => !i.naturalWidth).map(i => i.currentSrc || i.src);
+    }""")
+    text = page.evaluate("() => (document.querySelector('main') || document.body).innerText")
+    report["raw_tex"] = [t for t in RAW_TEX if t in text]
+    context.close()
+    return report
+
+
+def test_every_page_loads_offline_with_no_errors_and_rendered_math(built_book, book_server,
+                                                                    browser):
+    reports = [check_page(browser, book_server, p) for p in built_pages(built_book)]
+    (ROOT / "_build" / "browser-report.json").write_text(json.dumps(reports, indent=1))
+    problems = {r["page"]: {k: v for k, v in r.items() if isinstance(v, list) and v}
+                for r in reports}
+    problems = {k: v for k, v in problems.items() if v}
+    blocked = sum(len(r["blocked"]) for r in reports)
+    errors = sum(len(r["console_errors"]) for r in reports)
+    print(f"\n[browser] {len(reports)} pages, {blocked} requests outside 127.0.0.1, "
+          f"{errors} console errors, {sum(r['math'] for r in reports)} formulas rendered")
+    assert not problems, json.dumps(problems, indent=1)
+    intro = next(r for r in reports if r["page"] == "intro.html")
+    assert intro["math"] > 0, "the introduction's equation was not rendered by MathJax"
+
+
+def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, browser):
+    """The checker above must be able to fail: feed it a page with each fault."""
+    import functools
+    import http.server
+    import threading
+
+    (tmp_path / "bad.html").write_text(
+        "<html><body><main><p>Unrendered \\(x^2\\) here.</p>"
+        "<img src='missing.png'>"
+        "<script src='http://example.invalid/x.js'></script>"
+        "<script>console.error('boom')</script></main></body></html>")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        report = check_page(browser, f"http://127.0.0.1:{server.server_address[1]}", "bad.html")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert report["raw_tex"], report
+    assert report["broken_images"], report
+    assert report["blocked"] == ["http://example.invalid/x.js"], report
+    assert any("boom" in e for e in report["console_errors"]), report

@@ -1,0 +1,54 @@
+"""Repository hygiene: lint, clean notebooks, and a table of contents that
+matches the files on disk."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from conftest import ROOT, chapter_notebooks, toc_files
+
+
+def test_ruff_finds_no_problems_in_attnbook_tests_and_tools():
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
+                           "attnbook", "tests", "tools"],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_config_selects_pyflakes_and_bugbear_including_b015():
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
+                           "--stdin-filename", "probe.py", "-"],
+                          input="import os\ndef f(x):\n    x == 1\n",
+                          cwd=ROOT, capture_output=True, text=True)
+    assert "F401" in proc.stdout and "B015" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_notebook_is_committed_without_outputs(path):
+    nb = nbformat.read(path, as_version=4)
+    nbformat.validate(nb)
+    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+             and (c.outputs or c.execution_count is not None)]
+    assert not dirty, f"{path.name}: cells {dirty} have outputs or execution counts"
+    assert nb.metadata.get("kernelspec", {}).get("name") == "python3", \
+        f"{path.name} must use the python3 kernelspec"
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.name)
+def test_notebook_imports_attnbook_without_editing_sys_path(path):
+    source = "\n".join(c.source for c in nbformat.read(path, as_version=4).cells
+                       if c.cell_type == "code")
+    assert "import attnbook" in source or "from attnbook" in source
+    assert "sys.path" not in source
+
+
+def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
+    listed = toc_files()
+    chapters = {f"chapters/{p.stem}" for p in chapter_notebooks()}
+    assert chapters <= set(listed), f"not in _toc.yml: {sorted(chapters - set(listed))}"
+    missing = [f for f in listed
+               if not any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb"))]
+    assert not missing, f"_toc.yml names files that do not exist: {missing}"
