@@ -28,7 +28,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=chapters
+	$(BIN)/jupyter lab --ServerApp.root_dir=chapters $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)
 	$(BIN)/python tools/bench.py

@@ -50,8 +50,10 @@ def _softmax(x: np.ndarray, axis: int, temperature: float = 1.0) -> np.ndarray:
         return x.copy()
     top = np.max(x, axis=axis, keepdims=True)
     top = np.where(np.isneginf(top), 0.0, top)       # all -inf slices stay -inf
-    # shift first, then divide: (x - top) <= 0, so nothing can overflow
-    e = np.exp((x - top) / temperature)
+    # shift first, then divide: (x - top) <= 0, so the only possible overflow is
+    # towards -inf, whose exp is the exact 0 we want
+    with np.errstate(over="ignore"):
+        e = np.exp((x - top) / temperature)
     total = np.sum(e, axis=axis, keepdims=True)
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
