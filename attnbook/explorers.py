@@ -1,0 +1,425 @@
+"""Explorers: one slider over one figure, live in Jupyter and static in the book.
+
+Each `explore_*` function returns an `Explorer`. Displayed in a live kernel
+(JupyterLab, VS Code, Colab) it is an ipywidgets slider whose callback
+updates the artists of one matplotlib figure in place and re-renders it. In
+the HTML book the same output is a kernel-free slider over frames rendered
+when the book was built: an <input type="range"> (keyboard-operable) that
+swaps inline PNG frames, with the current value beside it. It needs no
+network and works over file://.
+
+Both forms travel in one MIME bundle: 'application/vnd.jupyter.widget-view+json'
+for live frontends and 'text/html' for the book (whose _config.yml drops the
+widget view for the HTML builder).
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import json
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from . import plots
+from ._checks import as_real, require_ndim
+from .core import _softmax, scaled_dot_product_attention, softmax
+from .kernel import nadaraya_watson
+
+__all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
+           "explore_bandwidth"]
+
+LIVE_DPI = 72      # live frames: redrawn by blitting, encoded with fast PNG settings
+STATIC_DPI = 72    # build-time frames: a chapter with several explorers stays under 3 MB
+
+
+def _png(fig: Figure, dpi: int, fast: bool) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None},
+                pil_kwargs={"compress_level": 1 if fast else 9})
+    return buf.getvalue()
+
+
+def _encode_rgba(canvas) -> bytes:
+    from PIL import Image
+    width, height = canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buf = io.BytesIO()
+    image.convert("RGB").save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+class Explorer:
+    """One figure, one parameter, a list of values to slide over.
+
+    name: what the slider controls (shown beside it), e.g. "d_k".
+    values: the parameter values; labels: how each is shown.
+    figure: the matplotlib Figure; update(index) changes its artists in place.
+    dynamic: the artists update() changes (whole Axes allowed). The live form
+       draws everything else once and then redraws only these (blitting).
+    """
+
+    def __init__(self, name: str, values: Sequence, labels: Sequence[str], figure: Figure,
+                 update: Callable[[int], None], index: int = 0, description: str = "",
+                 dynamic: Sequence = ()):
+        if len(values) != len(labels) or not len(values):
+            raise ValueError(f"values and labels must be non-empty and of equal length; "
+                             f"got {len(values)} values and {len(labels)} labels")
+        self.name, self.values, self.labels = name, list(values), list(labels)
+        self.figure, self._update = figure, update
+        self.description = description or f"Figure for {name}"
+        self.index = index
+        self._update(index)
+        self.slider = None     # the ipywidgets control, once widget() has built it
+        self._image = None
+        self.dynamic = list(dynamic)
+        self._canvas = None
+        self._background = None
+        self._freeze_layout()
+
+    def _freeze_layout(self) -> None:
+        """Lay the figure out once, then keep every panel where it is, so frames
+        do not jump as labels change and every rendering of a frame is identical."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        fig = self.figure
+        fig.set_dpi(STATIC_DPI)
+        FigureCanvasAgg(fig).draw()
+        fig.set_layout_engine("none")
+
+    # -- state ---------------------------------------------------------------------------
+    def show(self, index: int) -> None:
+        """Redraw the figure's artists for values[index] (no new figure)."""
+        if not 0 <= index < len(self.values):
+            raise ValueError(f"index must lie in [0, {len(self.values) - 1}], got {index}")
+        self.index = index
+        self._update(index)
+
+    @property
+    def value(self):
+        return self.values[self.index]
+
+    # -- live form -----------------------------------------------------------------------
+    def widget(self):
+        """The ipywidgets form: a SelectionSlider above the figure as an Image widget."""
+        import ipywidgets as widgets
+        if self.slider is None:
+            self.slider = widgets.SelectionSlider(
+                options=list(zip(self.labels, range(len(self.values)), strict=True)),
+                value=self.index, description=self.name, continuous_update=True,
+                layout=widgets.Layout(width="32rem"),
+                style={"description_width": "initial"})
+            self._image = widgets.Image(value=self.render_live(), format="png")
+            self.slider.observe(self._on_slide, names="value")
+            self._box = widgets.VBox([self.slider, self._image])
+        return self._box
+
+    def _on_slide(self, change) -> None:
+        self.show(change["new"])
+        self._image.value = self.render_live()
+
+    def render_live(self) -> bytes:
+        """PNG of the current state, redrawing only the dynamic artists."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        fig = self.figure
+        if not self.dynamic:
+            return _png(fig, LIVE_DPI, fast=True)
+        if self._background is None:
+            self._canvas = FigureCanvasAgg(fig)
+            fig.set_dpi(LIVE_DPI)
+            for artist in self.dynamic:
+                artist.set_animated(True)
+            self._canvas.draw()                       # everything that does not move
+            self._background = self._canvas.copy_from_bbox(fig.bbox)
+        self._canvas.restore_region(self._background)
+        for artist in self.dynamic:
+            fig.draw_artist(artist)
+        return _encode_rgba(self._canvas)
+
+    def _static_mode(self) -> None:
+        """Undo the live form's blitting set-up so savefig draws every artist."""
+        if self._background is not None:
+            for artist in self.dynamic:
+                artist.set_animated(False)
+            self._background = None
+
+    # -- static form ---------------------------------------------------------------------
+    def frames(self, dpi: int = STATIC_DPI) -> list[bytes]:
+        """PNG bytes of every frame (the figure is left at the current index)."""
+        self._static_mode()
+        current, out = self.index, []
+        for i in range(len(self.values)):
+            self.show(i)
+            out.append(_png(self.figure, dpi, fast=False))
+        self.show(current)
+        return out
+
+    def to_html(self, dpi: int = STATIC_DPI) -> str:
+        """A self-contained, kernel-free slider over pre-rendered frames."""
+        uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f in self.frames(dpi)]
+        uid = "attnx-" + hashlib.sha1((self.name + uris[0]).encode()).hexdigest()[:10]
+        labels = [f"{self.name} = {lab}" for lab in self.labels]
+        alt = html.escape(self.description, quote=True)
+        return f"""<div class="attn-explorer" id="{uid}">
+<div class="attn-controls"><label for="{uid}-r">{html.escape(self.name)}</label>
+<input type="range" id="{uid}-r" min="0" max="{len(uris) - 1}" step="1" value="{self.index}" \
+aria-valuetext="{html.escape(labels[self.index], quote=True)}">
+<output for="{uid}-r" id="{uid}-o" aria-live="polite">{html.escape(labels[self.index])}</output></div>
+<img id="{uid}-i" src="{uris[self.index]}" alt="{alt}">
+<script type="application/json" id="{uid}-f">{json.dumps(uris)}</script>
+<script type="application/json" id="{uid}-l">{html.escape(json.dumps(labels), quote=False)}</script>
+<script>(function () {{
+  var id = "{uid}", r = document.getElementById(id + "-r"), o = document.getElementById(id + "-o"),
+      im = document.getElementById(id + "-i"),
+      f = JSON.parse(document.getElementById(id + "-f").textContent),
+      l = JSON.parse(document.getElementById(id + "-l").textContent);
+  function show() {{ var k = +r.value; im.src = f[k]; o.textContent = l[k];
+                     r.setAttribute("aria-valuetext", l[k]); }}
+  r.addEventListener("input", show); r.addEventListener("change", show);
+}})();</script>
+</div>"""
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {"text/plain": f"<Explorer over {self.name}: {len(self.values)} values>",
+                  "text/html": self.to_html()}
+        try:
+            bundle.update(self.widget()._repr_mimebundle_())
+        except ImportError:        # ipywidgets missing: the static slider still works
+            pass
+        bundle["text/plain"] = f"<Explorer over {self.name}: {len(self.values)} values>"
+        return bundle
+
+
+def _entropy(weights: np.ndarray) -> np.ndarray:
+    """Shannon entropy (nats) of each row of weights."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.where(weights > 0, np.log(weights), 0.0)
+    return -(weights * logs).sum(axis=-1)
+
+
+# ---------------------------------------------------------------------------------------
+def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
+                  n_k: int = 16):
+    """Scores and weight statistics for q, K with N(0, 1) entries, for each d_k.
+
+    returns dict of arrays over d_ks: score std (unscaled, scaled), mean
+    largest weight (unscaled, scaled), mean entropy (unscaled, scaled),
+    and the raw scores per d_k.
+    """
+    stats = {k: [] for k in ("std_raw", "std_scaled", "max_raw", "max_scaled",
+                             "ent_raw", "ent_scaled", "scores")}
+    for d_k in d_ks:
+        Q = rng.normal(size=(n_q, d_k))
+        K = rng.normal(size=(n_k, d_k))
+        raw = Q @ K.T                                       # (n_q, n_k)
+        for tag, s in (("raw", raw), ("scaled", raw / np.sqrt(d_k))):
+            w = _softmax(s, axis=1)
+            stats[f"std_{tag}"].append(s.std())
+            stats[f"max_{tag}"].append(w.max(axis=1).mean())
+            stats[f"ent_{tag}"].append(_entropy(w).mean())
+        stats["scores"].append(raw)
+    return {k: (v if k == "scores" else np.array(v)) for k, v in stats.items()}
+
+
+def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
+               n_show: tuple[int, int] = (4, 6), index: int = 3) -> Explorer:
+    """Slide d_k over powers of two: what 1/sqrt(d_k) does to scores and weights.
+
+    q and K have N(0, 1) entries drawn from np.random.default_rng(seed).
+    Panels: the distribution of the scores with and without scaling; the
+    weights of the first n_show queries x keys, unscaled and scaled; the mean
+    largest weight and the mean entropy against d_k, with the current d_k marked.
+    """
+    d_ks = [int(d) for d in d_ks]
+    stats = dk_statistics(d_ks, np.random.default_rng(seed))
+    nq, nk = n_show
+    fig, axes = plots.new_figure(10.5, 6.2, nrows=2, ncols=3)
+    ax_hist, ax_raw, ax_scaled = axes[0]
+    ax_max, ax_ent, ax_note = axes[1]
+    ax_note.axis("off")
+    ax_note.text(0, 0.95, "q and K: N(0, 1) entries\n"
+                 f"{200} queries x 16 keys per d_k\n"
+                 "heatmaps: the first 4 queries\n\n"
+                 "dotted line: ln 16, the entropy\nof uniform weights over 16 keys\n\n"
+                 "unscaled: q·k has std √d_k,\nso softmax saturates\n"
+                 "scaled: q·k/√d_k has std 1", va="top", fontsize=9, transform=ax_note.transAxes)
+    edges = np.linspace(-4, 4, 41)
+    step_raw = ax_hist.stairs(np.zeros(40), edges, label="q·k", color="#b2182b")
+    step_scaled = ax_hist.stairs(np.zeros(40), edges, label="q·k / √d_k", color="#2166ac")
+    ax_hist.set_xlabel("score")
+    ax_hist.set_ylabel("density")
+    ax_hist.legend(loc="upper right", fontsize=8)
+    blank = np.zeros((nq, nk))
+    plots.heatmap(blank, ax=ax_raw, title="weights, unscaled", colorbar=False, annotate=False,
+                  xlabel="keys", ylabel="queries")
+    plots.heatmap(blank, ax=ax_scaled, title="weights, scaled", colorbar=False, annotate=False,
+                  xlabel="keys", ylabel="")
+    im_raw, im_scaled = ax_raw.images[0], ax_scaled.images[0]
+    fig.colorbar(im_scaled, ax=[ax_raw, ax_scaled], shrink=0.8)
+    for ax, key, ylabel in ((ax_max, "max", "mean largest weight"),
+                            (ax_ent, "ent", "mean entropy (nats)")):
+        ax.plot(d_ks, stats[f"{key}_raw"], "o-", color="#b2182b", ms=3, label="unscaled")
+        ax.plot(d_ks, stats[f"{key}_scaled"], "s-", color="#2166ac", ms=3, label="scaled")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("d_k")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=8)
+    ax_ent.axhline(np.log(16), color="grey", lw=0.8, ls=":")
+    markers = [ax.axvline(d_ks[0], color="black", lw=1) for ax in (ax_max, ax_ent)]
+    title = fig.suptitle("")
+
+    def update(i: int) -> None:
+        d_k, raw = d_ks[i], stats["scores"][i]
+        width = max(4.0, 4 * np.sqrt(d_k))
+        e = np.linspace(-width, width, 41)
+        step_raw.set_data(np.histogram(raw, e, density=True)[0], e)
+        scaled = raw / np.sqrt(d_k)
+        hist_scaled = np.histogram(np.clip(scaled, -width, width), e, density=True)[0]
+        step_scaled.set_data(hist_scaled, e)
+        ax_hist.set_xlim(-width, width)
+        ax_hist.set_ylim(0, 1.1 * max(hist_scaled.max(), 1e-9))
+        im_raw.set_data(_softmax(raw[:nq, :nk], axis=1))
+        im_scaled.set_data(_softmax(scaled[:nq, :nk], axis=1))
+        for m in markers:
+            m.set_xdata([d_k, d_k])
+        title.set_text(f"d_k = {d_k}: score std {stats['std_raw'][i]:.2f} unscaled, "
+                       f"{stats['std_scaled'][i]:.2f} scaled")
+
+    return Explorer("d_k", d_ks, [str(d) for d in d_ks], fig, update, index,
+                    "Score distributions, weight heatmaps and saturation statistics for "
+                    "scaled and unscaled dot-product attention as d_k changes",
+                    dynamic=[ax_hist, im_raw, im_scaled, *markers, title])
+
+
+def explore_temperature(scores, labels: Sequence[str], values=None,
+                        temperatures: Sequence[float] | None = None, index: int | None = None,
+                        query: str = "query") -> Explorer:
+    """Slide the softmax temperature over one row of scores.
+
+    scores: (n_k,) the scores of one query; labels: the n_k key names;
+    values: optional (n_k,) scalar values, whose weighted average is shown.
+    Near 0 the weights become one-hot (the dict lookup); large, uniform (the average).
+    """
+    s = as_real(scores, "scores")
+    require_ndim(s, "scores", (1,), "(n_k,)")
+    if len(labels) != s.shape[0]:
+        raise ValueError(f"labels must name each of the {s.shape[0]} keys; got {len(labels)}")
+    v = None if values is None else as_real(values, "values")
+    if v is not None and v.shape != s.shape:
+        raise ValueError(f"values must have shape {s.shape} like scores; got {v.shape}")
+    temps = [float(t) for t in (temperatures if temperatures is not None else
+                                (0.01, 0.03, 0.1, 0.3, 0.5, 1, 2, 3, 10, 30, 100))]
+    index = temps.index(1.0) if index is None and 1.0 in temps else (index or 0)
+    fig, ax = plots.new_figure(6.0, 3.4)
+    bars = ax.bar(range(len(s)), np.zeros(len(s)), color="#2166ac")
+    ax.set_xticks(range(len(s)), labels=labels)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("weight")
+    ax.set_xlabel("keys")
+    ax.axhline(1 / len(s), color="grey", lw=0.8, ls=":")
+    texts = [ax.text(j, 0, "", ha="center", va="bottom", fontsize=9) for j in range(len(s))]
+    title = ax.set_title("")
+
+    def update(i: int) -> None:
+        w = softmax(s, temperature=temps[i])
+        for bar, text, wj in zip(bars, texts, w, strict=True):
+            bar.set_height(wj)
+            text.set_y(wj + 0.01)
+            text.set_text(f"{wj:.2f}")
+        out = f", output = {w @ v:.2f}" if v is not None else ""
+        title.set_text(f"{query}: temperature T = {temps[i]:g}{out}")
+
+    return Explorer("T", temps, [f"{t:g}" for t in temps], fig, update, index,
+                    "Softmax weights over the keys as the temperature changes",
+                    dynamic=[*bars, *texts, title])
+
+
+def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0,
+                      value_labels: Sequence[str] | None = None) -> Explorer:
+    """Pick a query token: its row of weights (highlighted) and its output vector.
+
+    tokens: names of the n_q queries (and keys, for self-attention: n_q = n_k).
+    Q (n_q, d_k), K (n_k, d_k), V (n_k, d_v); scale as in scaled_dot_product_attention.
+    """
+    out, w = scaled_dot_product_attention(Q, K, V, scale=scale)
+    if out.ndim != 2 or w.ndim != 2:
+        raise ValueError(f"explore_attention needs Q (n_q, d_k) and V (n_k, d_v); got "
+                         f"weights {w.shape} and output {out.shape}")
+    n_q, n_k = w.shape
+    if len(tokens) not in (n_q, n_k):
+        raise ValueError(f"tokens must name the {n_q} queries; got {len(tokens)}")
+    q_names = list(tokens) if len(tokens) == n_q else [f"q{i}" for i in range(n_q)]
+    k_names = list(tokens) if len(tokens) == n_k else [f"k{j}" for j in range(n_k)]
+    d_v = out.shape[1]
+    fig, (ax_w, ax_o) = plots.new_figure(8.5, 1.6 + 0.45 * n_q, ncols=2,
+                                         gridspec_kw={"width_ratios": [n_k + 1.5, d_v + 1.5]})
+    plots.heatmap(w, ax=ax_w, row_labels=q_names, col_labels=k_names, title="weights",
+                  colorbar=False)
+    from matplotlib.patches import Rectangle
+    box = ax_w.add_patch(Rectangle((-0.5, -0.5), n_k, 1, fill=False, ec="#d95f02", lw=3))
+    lo, hi = min(out.min(), 0), max(out.max(), 0)
+    bars = ax_o.barh(range(d_v), np.zeros(d_v), color="#d95f02")
+    ax_o.set_yticks(range(d_v), labels=value_labels or [f"dim {c}" for c in range(d_v)])
+    ax_o.invert_yaxis()
+    ax_o.set_xlim(lo - 0.1 * (hi - lo + 1e-9), hi + 0.25 * (hi - lo + 1e-9))
+    ax_o.set_xlabel("output value")
+    texts = [ax_o.text(0, c, "", va="center", fontsize=9) for c in range(d_v)]
+    title = ax_o.set_title("")
+
+    def update(i: int) -> None:
+        box.set_y(i - 0.5)
+        for c, (bar, text) in enumerate(zip(bars, texts, strict=True)):
+            bar.set_width(out[i, c])
+            text.set_x(max(out[i, c], 0) + 0.02 * (hi - lo + 1e-9))
+            text.set_text(f"{out[i, c]:.2f}")
+        title.set_text(f"output for {q_names[i]!r}")
+
+    return Explorer("query", list(range(n_q)), q_names, fig, update, index,
+                    "Attention weights of the selected query and its output vector",
+                    dynamic=[box, *bars, *texts, title])
+
+
+def explore_bandwidth(x_train, y_train, x_test, y_test=None,
+                      bandwidths: Sequence[float] = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0,
+                                                     1.5, 2.0, 3.0, 5.0),
+                      index: int | None = None) -> Explorer:
+    """Nadaraya–Watson with a Gaussian kernel: slide the bandwidth.
+
+    Left, the training points, the true curve (if y_test is given) and the
+    fit; right, the weights (test inputs x training inputs, both sorted).
+    """
+    x_train, y_train = as_real(x_train, "x_train"), as_real(y_train, "y_train")
+    x_test = as_real(x_test, "x_test")
+    order = np.argsort(x_train)
+    x_train, y_train = x_train[order], y_train[order]
+    fits = [nadaraya_watson(x_test, x_train, y_train, h) for h in bandwidths]
+    index = list(bandwidths).index(1.0) if index is None and 1.0 in bandwidths else (index or 0)
+    fig, (ax_fit, ax_w) = plots.new_figure(10.0, 3.8, ncols=2)
+    ax_fit.plot(x_train, y_train, "o", color="grey", ms=3, alpha=0.7, label="training data")
+    if y_test is not None:
+        ax_fit.plot(x_test, as_real(y_test, "y_test"), "--", color="black", lw=1, label="truth")
+    (line,) = ax_fit.plot(x_test, fits[0][0], color="#d95f02", lw=2, label="prediction")
+    ax_fit.set_xlabel("x")
+    ax_fit.set_ylabel("y")
+    ax_fit.legend(fontsize=8, loc="lower center")
+    plots.heatmap(fits[0][1], ax=ax_w, title="weights", annotate=False, xlabel="training inputs",
+                  ylabel="test inputs", colorbar=True, vmax=None)
+    ax_w.set_xticks([])
+    ax_w.set_yticks([])
+    im = ax_w.images[0]
+    title = fig.suptitle("")
+
+    def update(i: int) -> None:
+        y_hat, w = fits[i]
+        line.set_ydata(y_hat)
+        im.set_data(w)
+        im.set_clim(0, w.max())
+        mse = "" if y_test is None else \
+            f", MSE against the truth {np.mean((y_hat - y_test) ** 2):.3f}"
+        title.set_text(f"bandwidth h = {bandwidths[i]:g}{mse}")
+
+    return Explorer("bandwidth", list(bandwidths), [f"{h:g}" for h in bandwidths], fig,
+                    update, index, "Nadaraya–Watson fit and weights as the bandwidth changes",
+                    dynamic=[line, im, im.colorbar.ax, title])

@@ -1,0 +1,119 @@
+"""Explorers: the live control really changes the plotted data; the static
+form has one frame per value, no URL, and a live frame equals a full redraw."""
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attnbook import explorers as ex
+from attnbook import toy_regression_data
+
+
+def make(kind):
+    if kind == "dk":
+        return ex.explore_dk(seed=0)
+    if kind == "temperature":
+        return ex.explore_temperature([2.0, 1.5, -1.0], ["apple", "banana", "chair"],
+                                      values=[10.0, 5.0, 2.0])
+    if kind == "attention":
+        X = np.array([[1.0, 3, 2], [1, 1, 3], [1, 2, 1]])
+        return ex.explore_attention(["I", "am", "good"], X, X, X, scale=1.0)
+    x_train, y_train, x_test, y_test = toy_regression_data(np.random.default_rng(0))
+    return ex.explore_bandwidth(x_train, y_train, x_test, y_test)
+
+
+def plotted_data(kind, e):
+    """The data of the artists an explorer's slider should change."""
+    axes = e.figure.axes
+    if kind == "dk":
+        steps = [p for p in axes[0].patches]
+        return [np.asarray(axes[1].images[0].get_array()).copy(),
+                np.asarray(axes[2].images[0].get_array()).copy(),
+                *[s.get_data().values.copy() for s in steps]]
+    if kind == "temperature":
+        return [np.array([b.get_height() for b in axes[0].patches])]
+    if kind == "attention":
+        rect = [p for p in axes[0].patches][0]
+        return [np.array([rect.get_y()]), np.array([b.get_width() for b in axes[1].patches])]
+    return [np.asarray(axes[0].lines[-1].get_ydata()).copy(),
+            np.asarray(axes[1].images[0].get_array()).copy()]
+
+
+KINDS = ["dk", "temperature", "attention", "bandwidth"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_moving_the_live_slider_changes_the_plotted_data(kind):
+    e = make(kind)
+    e.widget()
+    before = plotted_data(kind, e)
+    first_png = e._image.value
+    e.slider.value = (e.index + 1) % len(e.values)
+    after = plotted_data(kind, e)
+    assert any(not np.array_equal(b, a) for b, a in zip(before, after, strict=True)), \
+        f"{kind}: slider moved but no plotted data changed"
+    assert e._image.value != first_png, f"{kind}: the image widget was not updated"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_the_figure_is_updated_in_place_not_replaced(kind):
+    e = make(kind)
+    e.widget()
+    fig, n_axes = e.figure, len(e.figure.axes)
+    for i in range(len(e.values)):
+        e.slider.value = i
+    assert e.figure is fig and len(fig.axes) == n_axes
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_static_form_has_one_frame_per_value_and_no_url(kind):
+    e = make(kind)
+    page = e.to_html()
+    frames = page.split('id="' + page.split('id="')[1].split('"')[0] + '-f">')[1].split("</script>")[0]
+    assert frames.count("data:image/png;base64,") == len(e.values)
+    # base64 never contains ':', so any "://" would be a URL
+    assert "://" not in page
+    assert all(u.startswith("data:") for u in re.findall(r'(?:src|href)="([^"]*)"', page))
+    assert 'type="range"' in page and "<output" in page
+    assert e.to_html() == page, "static frames must be identical from run to run"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_blitted_live_frame_matches_a_full_redraw(kind):
+    e = make(kind)
+    e.widget()
+    e.slider.value = (e.index + 2) % len(e.values)
+    live = np.asarray(Image.open(io.BytesIO(e._image.value)).convert("RGB"), dtype=float)
+    e._static_mode()
+    full = np.asarray(Image.open(io.BytesIO(ex._png(e.figure, ex.LIVE_DPI, fast=True)))
+                      .convert("RGB"), dtype=float)
+    assert live.shape == full.shape
+    assert np.abs(live - full).mean() < 1.0, "live frame differs from a full redraw"
+
+
+def test_bundle_carries_both_the_widget_view_and_the_static_html():
+    bundle = make("temperature")._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/html"].startswith('<div class="attn-explorer"')
+
+
+def test_temperature_explorer_limits_are_the_dict_lookup_and_the_average():
+    e = ex.explore_temperature([2.0, 1.5, -1.0], ["a", "b", "c"], values=[10.0, 5.0, 2.0],
+                               temperatures=[0.01, 100.0])
+    e.show(0)
+    heights = [b.get_height() for b in e.figure.axes[0].patches]
+    np.testing.assert_allclose(heights, [1, 0, 0], atol=1e-12)
+    e.show(1)
+    heights = [b.get_height() for b in e.figure.axes[0].patches]
+    np.testing.assert_allclose(heights, [1 / 3] * 3, atol=0.02)
+
+
+def test_explorer_inputs_are_checked():
+    with pytest.raises(ValueError, match="labels"):
+        ex.explore_temperature([1.0, 2.0], ["only one"])
+    with pytest.raises(ValueError, match="index"):
+        make("temperature").show(99)
