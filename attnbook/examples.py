@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["FRUIT_TABLE", "FRUIT_WEIGHTS", "I_AM_GOOD", "KARIM"]
+__all__ = ["FRUIT_TABLE", "FRUIT_WEIGHTS", "WORDS", "WORD_GROUPS", "ANALOGY",
+           "I_AM_GOOD", "KARIM", "word_matrix"]
 
 #: The lookup table of Jay Mody's "An Intuition for Attention": key -> value.
 FRUIT_TABLE = {"apple": 10.0, "banana": 5.0, "chair": 2.0}
@@ -19,6 +20,53 @@ def _frozen(a) -> np.ndarray:
     a = np.array(a, dtype=np.float64)
     a.setflags(write=False)
     return a
+
+
+#: A hand-made 2-d embedding (chapters 3 and 4). Fruits sit up and to the
+#: right, vegetables up and to the left, furniture at the bottom; the category
+#: words sit inside their clusters. "cherry" points the same way as "fruit"
+#: but is short, which is where the dot product and the cosine disagree.
+WORDS = {
+    "apple": _frozen([2.2, 1.2]),
+    "banana": _frozen([1.4, 2.0]),
+    "cherry": _frozen([0.6, 0.31]),
+    "fruit": _frozen([1.0, 0.5]),
+    "carrot": _frozen([-1.8, 1.6]),
+    "broccoli": _frozen([-2.2, 1.1]),
+    "potato": _frozen([-1.5, 0.9]),
+    "vegetable": _frozen([-1.0, 0.6]),
+    "chair": _frozen([0.3, -2.0]),
+    "table": _frozen([-0.4, -2.2]),
+    "sofa": _frozen([0.8, -1.9]),
+    "furniture": _frozen([0.1, -1.0]),
+}
+
+#: The cluster of each word in WORDS.
+WORD_GROUPS = {
+    "fruit": ("apple", "banana", "cherry", "fruit"),
+    "vegetable": ("carrot", "broccoli", "potato", "vegetable"),
+    "furniture": ("chair", "table", "sofa", "furniture"),
+}
+
+#: Toy 2-d vectors for the king - man + woman analogy: axis 0 ~ "royalty",
+#: axis 1 ~ "female minus male", with small deliberate imperfections.
+ANALOGY = {
+    "man": _frozen([0.3, -1.0]),
+    "woman": _frozen([0.4, 1.1]),
+    "king": _frozen([2.1, -0.9]),
+    "queen": _frozen([2.0, 1.2]),
+    "prince": _frozen([1.5, -1.1]),
+    "princess": _frozen([1.4, 1.0]),
+}
+
+
+def word_matrix(words, table=None) -> np.ndarray:
+    """Stack the vectors of `words` (from WORDS, or `table`) as rows: (n, d)."""
+    table = WORDS if table is None else table
+    missing = [w for w in words if w not in table]
+    if missing:
+        raise KeyError(f"no vector for {missing}; known words: {sorted(table)}")
+    return np.stack([table[w] for w in words])
 
 
 class _IAmGood:

@@ -21,7 +21,10 @@ from matplotlib.figure import Figure
 
 from ._checks import as_real, require_ndim
 
-__all__ = ["heatmap", "heatmap_grid", "new_figure", "CMAP"]
+__all__ = ["heatmap", "heatmap_grid", "new_figure", "word_scatter", "CMAP", "GROUP_COLORS"]
+
+#: Colour-blind-safe qualitative colours (Okabe-Ito) for word groups.
+GROUP_COLORS = ("#E69F00", "#009E73", "#0072B2", "#CC79A7", "#D55E00", "#56B4E9")
 
 #: Perceptually uniform, colour-blind-safe sequential colormap.
 CMAP = "cividis"
@@ -155,4 +158,41 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
         if k % ncols:
             ax.set_ylabel("")
     fig.colorbar(axes.flat[0].images[0], ax=axes.ravel().tolist(), shrink=0.85)
+    return fig
+
+
+def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from_origin=(),
+                 title: str | None = None):
+    """2-d word vectors as labelled points, coloured by group.
+
+    vectors: {word: (2,) vector}; groups: {group name: words} (optional);
+    arrows_from_origin: words to draw as arrows from (0, 0).
+    returns the Figure.
+    """
+    for word, v in vectors.items():
+        if np.shape(v) != (2,):
+            raise ValueError(f"word_scatter draws 2-d vectors; {word!r} has shape {np.shape(v)}")
+    if ax is None:
+        fig, ax = new_figure(5.2, 4.6)
+    fig = ax.figure
+    groups = groups or {"words": tuple(vectors)}
+    for k, (name, words) in enumerate(groups.items()):
+        pts = np.array([vectors[w] for w in words if w in vectors])
+        ax.scatter(pts[:, 0], pts[:, 1], s=36, color=GROUP_COLORS[k % len(GROUP_COLORS)],
+                   label=name, zorder=3)
+    for word, v in vectors.items():
+        ax.annotate(word, v, xytext=(4, 4), textcoords="offset points", fontsize=9)
+    for word in arrows_from_origin:
+        v = vectors[word]
+        ax.annotate("", xy=v, xytext=(0, 0),
+                    arrowprops={"arrowstyle": "->", "color": "0.35", "lw": 1.2})
+    ax.axhline(0, color="0.8", lw=0.8, zorder=0)
+    ax.axvline(0, color="0.8", lw=0.8, zorder=0)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("dimension 1")
+    ax.set_ylabel("dimension 2")
+    if len(groups) > 1:
+        ax.legend(fontsize=8, loc="best")
+    if title:
+        ax.set_title(title)
     return fig

@@ -133,3 +133,31 @@ def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, br
     assert report["broken_images"], report
     assert report["blocked"] == ["http://example.invalid/x.js"], report
     assert any("boom" in e for e in report["console_errors"]), report
+
+
+def test_static_explorer_sliders_respond_to_the_keyboard(built_book, book_server, browser):
+    """Every explorer in the book: focus its slider, press an arrow key, and
+    check that the visible frame and the value label change."""
+    pages = [p for p in built_pages(built_book)
+             if 'class="attn-explorer"' in (built_book / p).read_text(errors="replace")]
+    assert pages, "no page of the book contains an explorer"
+    moved = 0
+    for page_path in pages:
+        page = browser.new_page()
+        page.goto(f"{book_server}/{page_path}")
+        sliders = page.locator(".attn-explorer input[type=range]")
+        for k in range(sliders.count()):
+            slider = sliders.nth(k)
+            box = slider.locator("xpath=ancestor::div[contains(@class,'attn-explorer')]")
+            image, label = box.locator("img"), box.locator("output")
+            before = (image.get_attribute("src"), label.inner_text())
+            at_max = slider.get_attribute("value") == slider.get_attribute("max")
+            slider.focus()
+            page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+            after = (image.get_attribute("src"), label.inner_text())
+            assert after[0] != before[0], f"{page_path}: explorer {k}: the frame did not change"
+            assert after[1] != before[1], f"{page_path}: explorer {k}: the label did not change"
+            assert image.evaluate("i => i.complete && i.naturalWidth > 0")
+            moved += 1
+        page.close()
+    print(f"\n[browser] moved {moved} explorer sliders with the keyboard on {len(pages)} pages")

@@ -1,0 +1,101 @@
+"""Part I (chapters 1-4): the key results the prose quotes, checked against
+independent computations (plain Python, no attnbook) of the same examples."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from nbrun import glued, glued_float
+
+pytestmark = pytest.mark.slow
+
+TABLE = {"apple": 10.0, "banana": 5.0, "chair": 2.0}
+VEC = {"fruit": (1.0, 0.5), "apple": (2.2, 1.2), "banana": (1.4, 2.0), "cherry": (0.6, 0.31),
+       "chair": (0.3, -2.0), "vegetable": (-1.0, 0.6), "carrot": (-1.8, 1.6)}
+
+
+def dot(a, b):
+    return sum(x * y for x, y in zip(a, b, strict=True))
+
+
+def cos(a, b):
+    return dot(a, b) / math.sqrt(dot(a, a) * dot(b, b))
+
+
+def soft(xs):
+    m = max(xs)
+    e = [math.exp(x - m) for x in xs]
+    return [v / sum(e) for v in e]
+
+
+def test_ch1_exact_lookup_returns_apples_value():
+    assert glued_float("01_looking_things_up", "apple_value") == TABLE["apple"]
+
+
+def test_ch2_soft_lookup_of_fruit_is_8_and_uniform_is_the_mean():
+    assert glued_float("02_soft_lookup", "fruit_value") == pytest.approx(
+        0.6 * 10 + 0.4 * 5 + 0.0 * 2)
+    assert glued_float("02_soft_lookup", "uniform_value") == pytest.approx(17 / 3)
+
+
+def test_ch3_dot_products_and_rankings():
+    g = "03_word_vectors"
+    for k in ("apple", "banana", "chair"):
+        assert glued_float(g, f"dot_{k}") == pytest.approx(dot(VEC["fruit"], VEC[k]))
+    fruits = ["apple", "banana", "cherry"]
+    assert glued(g)["top_dot"].strip("'") == max(fruits, key=lambda w: dot(VEC["fruit"], VEC[w]))
+    assert glued(g)["top_cos"].strip("'") == max(fruits, key=lambda w: cos(VEC["fruit"], VEC[w]))
+    assert glued(g)["top_dot"] != glued(g)["top_cos"], "the example must show a disagreement"
+    assert glued_float(g, "cos_cherry") == pytest.approx(cos(VEC["fruit"], VEC["cherry"]))
+
+
+def test_ch3_analogy_lands_on_queen():
+    man, woman, king = (0.3, -1.0), (0.4, 1.1), (2.1, -0.9)
+    target = tuple(k - m + w for k, m, w in zip(king, man, woman, strict=True))
+    candidates = {"queen": (2.0, 1.2), "prince": (1.5, -1.1), "princess": (1.4, 1.0)}
+    best = max(candidates, key=lambda w: cos(target, candidates[w]))
+    assert glued("03_word_vectors")["analogy_best"].strip("'") == best == "queen"
+
+
+def test_ch3_exercise_answers():
+    assert dot(VEC["vegetable"], VEC["carrot"]) == pytest.approx(2.76)
+    assert dot(VEC["vegetable"], VEC["chair"]) == pytest.approx(-1.5)
+    assert dot(VEC["fruit"], [5 * c for c in VEC["cherry"]]) == pytest.approx(3.775)
+    assert dot(VEC["fruit"], (2.0, 2.0)) == pytest.approx(3.0)
+    assert cos(VEC["fruit"], (2.0, 2.0)) == pytest.approx(0.9487, abs=1e-4)
+
+
+def test_ch4_softmax_values():
+    expected = soft([4.0, -1.0, 2.1])
+    for i, e in enumerate(expected):
+        assert glued_float("04_softmax_attention", f"sm{i}") == pytest.approx(e, rel=1e-12)
+    # the four decimals printed by the source are right
+    assert [round(e, 4) for e in expected] == [0.8648, 0.0058, 0.1294]
+
+
+def test_ch4_fruit_attention_output_and_weights():
+    keys = list(TABLE)
+    w = soft([dot(VEC["fruit"], VEC[k]) for k in keys])
+    out = sum(wi * TABLE[k] for wi, k in zip(w, keys, strict=True))
+    g = "04_softmax_attention"
+    assert glued_float(g, "fruit_out") == pytest.approx(out, rel=1e-12)
+    for wi, k in zip(w, keys, strict=True):
+        assert glued_float(g, f"w_{k}") == pytest.approx(wi, rel=1e-12)
+    assert glued_float(g, "cold_out") == pytest.approx(10.0, abs=1e-6)
+    assert glued_float(g, "hot_out") == pytest.approx(17 / 3, abs=0.05)
+
+
+def test_ch4_scipy_uint8_softmax_is_wrong_as_the_chapter_says():
+    assert glued_float("04_softmax_attention", "scipy_wrong") == pytest.approx(
+        1 / (1 + math.exp(-1)), abs=1e-3)   # it computed softmax([1, 0]) after wrap-around
+
+
+def test_ch4_exercise_answers():
+    assert [round(v, 3) for v in soft([1.0, 0.0])] == [0.731, 0.269]
+    assert [round(v, 3) for v in soft([1.0, 0.0, 0.0])] == [0.576, 0.212, 0.212]
+    keys = list(TABLE)
+    w = soft([dot(VEC["vegetable"], VEC[k]) for k in keys])
+    assert round(w[1], 3) == 0.645
+    assert sum(wi * TABLE[k] for wi, k in zip(w, keys, strict=True)) == pytest.approx(
+        5.369, abs=1e-3)
