@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 
 from . import plots
 from ._checks import as_real, require_ndim
+from .analysis import dk_statistics
 from .core import _softmax, scaled_dot_product_attention, softmax
 from .kernel import nadaraya_watson
 
@@ -190,37 +191,6 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
             pass
         bundle["text/plain"] = f"<Explorer over {self.name}: {len(self.values)} values>"
         return bundle
-
-
-def _entropy(weights: np.ndarray) -> np.ndarray:
-    """Shannon entropy (nats) of each row of weights."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        logs = np.where(weights > 0, np.log(weights), 0.0)
-    return -(weights * logs).sum(axis=-1)
-
-
-# ---------------------------------------------------------------------------------------
-def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
-                  n_k: int = 16):
-    """Scores and weight statistics for q, K with N(0, 1) entries, for each d_k.
-
-    returns dict of arrays over d_ks: score std (unscaled, scaled), mean
-    largest weight (unscaled, scaled), mean entropy (unscaled, scaled),
-    and the raw scores per d_k.
-    """
-    stats = {k: [] for k in ("std_raw", "std_scaled", "max_raw", "max_scaled",
-                             "ent_raw", "ent_scaled", "scores")}
-    for d_k in d_ks:
-        Q = rng.normal(size=(n_q, d_k))
-        K = rng.normal(size=(n_k, d_k))
-        raw = Q @ K.T                                       # (n_q, n_k)
-        for tag, s in (("raw", raw), ("scaled", raw / np.sqrt(d_k))):
-            w = _softmax(s, axis=1)
-            stats[f"std_{tag}"].append(s.std())
-            stats[f"max_{tag}"].append(w.max(axis=1).mean())
-            stats[f"ent_{tag}"].append(_entropy(w).mean())
-        stats["scores"].append(raw)
-    return {k: (v if k == "scores" else np.array(v)) for k, v in stats.items()}
 
 
 def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),

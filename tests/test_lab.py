@@ -139,3 +139,35 @@ def test_chapter_runs_in_jupyterlab_and_shows_kernel_output(browser, lab):
               f"{len(blocked)} requests outside 127.0.0.1 blocked")
     finally:
         context.close()
+
+
+def test_dk_explorer_slider_updates_the_figure_live_in_jupyterlab(browser, lab):
+    context, page, blocked = open_notebook(browser, lab, "chapters/05_scaling.ipynb")
+    try:
+        try:
+            run_all_cells(page)
+            widget = page.locator(".jp-OutputArea-output .widget-vbox").first
+            widget.wait_for(timeout=60_000)
+        except Exception:
+            page.screenshot(path=str(ROOT / "_build" / "lab-failure.png"))
+            raise
+        widget.scroll_into_view_if_needed()
+        image = widget.locator("img").first
+        label = widget.locator(".widget-readout").first
+        image.wait_for(timeout=30_000)
+        before_label = label.inner_text()
+        before_pixels = image.screenshot()
+        handle = widget.locator(".noUi-handle").first
+        handle.focus()
+        page.keyboard.press("ArrowRight")
+        page.wait_for_function("([el, old]) => el.innerText !== old",
+                               arg=[label.element_handle(), before_label], timeout=30_000)
+        # the kernel redraws the figure; wait until the picture itself changes
+        deadline = time.monotonic() + 30
+        while image.screenshot() == before_pixels:
+            assert time.monotonic() < deadline, "the figure did not change after the slider moved"
+            time.sleep(0.3)
+        print(f"\n[lab] d_k explorer: slider {before_label} -> {label.inner_text()}, "
+              f"figure redrawn by the kernel; {len(blocked)} requests outside 127.0.0.1")
+    finally:
+        context.close()

@@ -1,0 +1,92 @@
+"""Part II (chapters 5-6): measured claims with fixed seeds and honest
+tolerances, and worked examples recomputed independently."""
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook.analysis import dk_statistics, score_variance, softmax_jacobian
+from nbrun import glued, glued_float
+
+pytestmark = pytest.mark.slow
+CH5, CH6 = "05_scaling", "06_many_queries"
+
+
+def soft(xs):
+    m = max(xs)
+    e = [math.exp(x - m) for x in xs]
+    return [v / sum(e) for v in e]
+
+
+def test_ch5_softmax_of_3_2_1_and_30_20_10():
+    for i, (a, b) in enumerate(zip(soft([3, 2, 1]), soft([30, 20, 10]), strict=True)):
+        assert glued_float(CH5, f"small{i}") == pytest.approx(a, rel=1e-12)
+        assert glued_float(CH5, f"large{i}") == pytest.approx(b, rel=1e-12)
+    assert round(soft([3, 2, 1])[1], 3) == 0.245        # the source prints 0.244
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scaled_score_variance_is_within_5_percent_of_1_for_every_d_k(seed):
+    _, var_scaled = score_variance(2 ** np.arange(11), np.random.default_rng(seed))
+    assert np.all(np.abs(var_scaled - 1) < 0.05), var_scaled
+
+
+def test_ch5_glued_variances_agree_with_the_claim():
+    assert 0.95 < glued_float(CH5, "var_scaled_min") <= glued_float(CH5, "var_scaled_max") < 1.05
+    assert glued_float(CH5, "var_1024") == pytest.approx(1024, rel=0.05)
+
+
+def test_softmax_jacobian_matches_torch_autograd():
+    rng = np.random.default_rng(0)
+    for n in (1, 3, 8):
+        x = torch.tensor(rng.normal(size=n) * 3)
+        auto = torch.autograd.functional.jacobian(lambda t: torch.softmax(t, 0), x).numpy()
+        p = torch.softmax(x, 0).numpy()
+        np.testing.assert_allclose(softmax_jacobian(p), auto, atol=1e-15)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_unscaled_softmax_saturates_and_scaled_does_not(seed):
+    stats = dk_statistics([1, 64, 1024], np.random.default_rng(seed))
+    assert stats["max_raw"][1] > 0.7 and stats["max_raw"][2] > 0.9
+    assert np.all(stats["max_scaled"] < 0.35)
+    assert stats["grad_raw"][2] < stats["grad_raw"][0] / 3       # gradients vanish
+    assert np.ptp(stats["grad_scaled"]) < 0.05                   # and do not when scaled
+
+
+def test_ch5_glued_saturation_numbers():
+    assert glued_float(CH5, "max_raw_64") > 0.7 > 0.35 > glued_float(CH5, "max_scaled_64")
+    assert glued_float(CH5, "grad_ratio") > 3
+    assert glued_float(CH5, "self_sd_1024") == pytest.approx(32, rel=0.1)   # √1024
+    assert abs(glued_float(CH5, "shift_max_1024") - glued_float(CH5, "shift_max_16")) < 0.05
+
+
+def test_ch6_outputs_match_a_loop_over_word_vectors():
+    vec = {"fruit": (1.0, 0.5), "vegetable": (-1.0, 0.6), "furniture": (0.1, -1.0),
+           "apple": (2.2, 1.2), "banana": (1.4, 2.0), "carrot": (-1.8, 1.6),
+           "chair": (0.3, -2.0)}
+    values = {"apple": 10.0, "banana": 5.0, "carrot": 4.0, "chair": 2.0}
+    for q in ("fruit", "vegetable", "furniture"):
+        scores = [sum(a * b for a, b in zip(vec[q], vec[k], strict=True)) / math.sqrt(2)
+                  for k in values]
+        expected = sum(w * v for w, v in zip(soft(scores), values.values(), strict=True))
+        assert glued_float(CH6, f"out_{q}") == pytest.approx(expected, rel=1e-12)
+
+
+def test_ch6_departments_reconstruction_reproduces_the_published_outputs():
+    A = ast.literal_eval(glued(CH6)["A_table"])
+    V = ast.literal_eval(glued(CH6)["V_table"])
+    published = [[6.9, 7.5, 10.1], [8.3, 8.7, 7.3]]
+    for row, target in zip(A, published, strict=True):
+        assert sum(row) == pytest.approx(1.0) and min(row) >= 0
+        out = [sum(row[j] * V[j][c] for j in range(4)) for c in range(3)]
+        assert [round(o, 1) for o in out] == target
+    assert all(0 < x < 15 for r in V for x in r), "scores should be plausible"
+
+
+def test_ch6_memory_figure():
+    assert glued_float(CH6, "mem_100k") == pytest.approx(100_000 ** 2 * 2 / 1e9)
