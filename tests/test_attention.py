@@ -166,3 +166,37 @@ def test_output_is_a_convex_combination_of_value_rows(n_q, n_k, seed):
     np.testing.assert_allclose(w.sum(-1), 1.0)
     np.testing.assert_allclose(out, w @ V)
     assert (out <= V.max(axis=0) + 1e-12).all() and (out >= V.min(axis=0) - 1e-12).all()
+
+
+@pytest.mark.parametrize("n_heads", [1, 2, 4])
+def test_multi_head_attention_agrees_with_torch_multihead_attention(n_heads):
+    from attnbook.multihead import multi_head_attention
+    rng = np.random.default_rng(n_heads)
+    n, d_model = 5, 8
+    X = rand(rng, n, d_model)
+    W_q, W_k, W_v, W_o = (rand(rng, d_model, d_model) for _ in range(4))
+    mha = torch.nn.MultiheadAttention(d_model, n_heads, bias=False, batch_first=True,
+                                      dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(t(np.concatenate([W_q.T, W_k.T, W_v.T])))
+        mha.out_proj.weight.copy_(t(W_o.T))
+    ref, ref_w = mha(t(X)[None], t(X)[None], t(X)[None], average_attn_weights=False)
+    ours = multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads)
+    torch.testing.assert_close(t(ours.output), ref[0])
+    torch.testing.assert_close(t(ours.weights), ref_w[0])
+
+
+def test_split_and_merge_heads_are_inverse_and_slice_columns():
+    from attnbook.multihead import merge_heads, split_heads
+    A = np.arange(24.0).reshape(3, 8)
+    H = split_heads(A, 4)
+    assert H.shape == (4, 3, 2)
+    np.testing.assert_array_equal(H[1], A[:, 2:4])
+    np.testing.assert_array_equal(merge_heads(H), A)
+
+
+def test_multi_head_rejects_indivisible_width():
+    from attnbook.multihead import multi_head_attention
+    W = np.eye(6)
+    with pytest.raises(ValueError, match="divisible"):
+        multi_head_attention(np.ones((2, 6)), W, W, W, W, n_heads=4)

@@ -23,6 +23,7 @@ from conftest import ROOT
 pytestmark = [pytest.mark.xdist_group("lab"), pytest.mark.slow]
 
 CHAPTER = "chapters/01_looking_things_up.ipynb"
+IDLE = ".jp-Notebook-ExecutionIndicator[data-status='idle'] >> visible=true"
 
 
 def free_port() -> int:
@@ -91,15 +92,16 @@ def open_notebook(browser, lab, path: str):
 
     context.route("**/*", route)
     page = context.new_page()
-    page.goto(f"{base}/lab/tree/{path}?token={token}")
+    # a fresh workspace per test, so tabs from an earlier test are not restored
+    workspace = secrets.token_hex(4)
+    page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?token={token}")
     page.wait_for_selector(".jp-Notebook", timeout=90_000)
     # JupyterLab may ask which kernel to start; take the notebook's own (python3)
     try:
         page.locator(".jp-Dialog button:has-text('Select')").click(timeout=10_000)
     except Exception:
         pass  # no dialog: the kernel started by itself
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                           timeout=90_000)
+    page.wait_for_selector(IDLE, timeout=90_000)
     return context, page, blocked
 
 
@@ -113,8 +115,7 @@ def run_all_cells(page, timeout_ms: int = 120_000) -> None:
                      const p = c.querySelector('.jp-InputPrompt');
                      return p && /\\[\\d+\\]/.test(p.textContent); }); }""",
         timeout=timeout_ms)
-    page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']",
-                           timeout=timeout_ms)
+    page.wait_for_selector(IDLE, timeout=timeout_ms)
 
 
 def test_chapter_runs_in_jupyterlab_and_shows_kernel_output(browser, lab):

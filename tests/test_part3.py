@@ -1,0 +1,110 @@
+"""Part III (chapters 7-10): worked examples against loops and torch, the
+trained Nadaraya-Watson width across seeds, and the bug gallery's symptoms."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from attnbook import causal_mask, masked_softmax, nadaraya_watson, toy_regression_data
+from attnbook.bugs import BUGS
+from attnbook.nn import NWKernelRegression
+from nbrun import glued_float
+
+pytestmark = pytest.mark.slow
+CH7, CH8, CH9, CH10 = ("07_self_attention", "08_kernel_regression", "09_scoring_and_masks",
+                       "10_toward_the_transformer")
+
+
+def soft(xs):
+    m = max(xs)
+    e = [math.exp(x - m) for x in xs]
+    return [v / sum(e) for v in e]
+
+
+def test_ch7_i_am_good_weights_and_the_exact_two():
+    X = [[1, 3, 2], [1, 1, 3], [1, 2, 1]]
+    rows = [soft([sum(a * b for a, b in zip(x, y, strict=True)) for y in X]) for x in X]
+    assert glued_float(CH7, "W00") == pytest.approx(rows[0][0], rel=1e-12)
+    assert glued_float(CH7, "W20") == pytest.approx(rows[2][0], rel=1e-12)
+    assert round(rows[0][0], 2) == 0.98 and round(rows[2][0], 2) == 0.91   # source: 0.97, 0.90
+    z22 = sum(rows[2][j] * X[j][2] for j in range(3))
+    assert glued_float(CH7, "Z22") == pytest.approx(2.0, abs=1e-12) and z22 == pytest.approx(2.0)
+
+
+def test_ch7_karim_step_by_step_against_loops_and_torch():
+    scores = [2.0, 4.0, 4.0]
+    w = soft(scores)
+    V = [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
+    out = [sum(w[j] * V[j][c] for j in range(3)) for c in range(3)]
+    for i in range(3):
+        assert glued_float(CH7, f"k_w1_{i}") == pytest.approx(w[i], rel=1e-12)
+        assert glued_float(CH7, f"k_o1_{i}") == pytest.approx(out[i], rel=1e-12)
+    Q = torch.tensor([[1.0, 0, 2], [2, 2, 2], [2, 1, 3]], dtype=torch.float64)
+    K = torch.tensor([[0.0, 1, 1], [4, 4, 0], [2, 3, 1]], dtype=torch.float64)
+    sdpa = torch.nn.functional.scaled_dot_product_attention(
+        Q, K, torch.tensor(V, dtype=torch.float64))
+    assert glued_float(CH7, "scaled_o1_1") == pytest.approx(float(sdpa[0, 1]), rel=1e-12)
+
+
+def train_nw(seed, leave_one_out, epochs=200):
+    x, y, x_test, y_test = toy_regression_data(np.random.default_rng(seed))
+    n = len(x)
+    keep = ~np.eye(n, dtype=bool) if leave_one_out else np.ones((n, n), dtype=bool)
+    width = n - 1 if leave_one_out else n
+    keys = torch.tensor(np.tile(x, (n, 1))[keep].reshape(n, width))
+    values = torch.tensor(np.tile(y, (n, 1))[keep].reshape(n, width))
+    model = NWKernelRegression(w=1.0).double()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    ws = []
+    for _ in range(epochs):
+        opt.zero_grad()
+        y_hat, _ = model(torch.tensor(x), keys, values)
+        ((y_hat - torch.tensor(y)) ** 2 / 2).sum().backward()
+        opt.step()
+        ws.append(model.w.item())
+    y_pred, _ = nadaraya_watson(x_test, x, y, bandwidth=1 / abs(ws[-1]))
+    return ws, float(np.mean((y_pred - y_test) ** 2))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_nw_width_learned_with_leave_one_out_is_stable_and_without_it_grows(seed):
+    ws_loo, mse_loo = train_nw(seed, leave_one_out=True)
+    ws_all, mse_all = train_nw(seed, leave_one_out=False)
+    assert 2.5 < ws_loo[-1] < 6.0, ws_loo[-1]           # bandwidth 0.17 to 0.4
+    assert mse_loo < 0.35
+    assert abs(ws_loo[-1] - ws_loo[-11]) < 0.05         # settled
+    assert ws_all[-1] > ws_loo[-1] + 10                 # memorising pushes w up
+    assert ws_all[-1] - ws_all[-11] > 0.2               # and it is still climbing
+    assert mse_all > mse_loo                            # which hurts the test fit
+
+
+def test_ch8_glued_numbers_tell_the_same_story():
+    assert glued_float(CH8, "mse_loo") < glued_float(CH8, "mse_all") < glued_float(CH8, "mse_avg")
+    assert glued_float(CH8, "w_all") > glued_float(CH8, "w_loo")
+    assert glued_float(CH8, "h_loo") == pytest.approx(1 / glued_float(CH8, "w_loo"))
+
+
+@pytest.mark.parametrize("seed", [2, 7, 11])
+def test_every_bug_in_the_gallery_reproduces_its_symptom(seed):
+    rng = np.random.default_rng(seed)
+    Q, K = rng.normal(size=(5, 16)), rng.normal(size=(5, 16))
+    mask = causal_mask(5)
+    w = {name: (f(Q, K, mask) if needs else f(Q, K)) for name, (f, needs) in BUGS.items()}
+    correct = masked_softmax(Q @ K.T / 4.0)
+    wrong_axis = w["softmax over the wrong axis"]
+    np.testing.assert_allclose(wrong_axis.sum(axis=0), 1.0)
+    assert not np.allclose(wrong_axis.sum(axis=1), 1.0)
+    after = w["mask applied after the softmax"]
+    assert (after[~mask] == 0).all() and (after.sum(1)[:-1] < 1 - 1e-6).all()
+    np.testing.assert_allclose(after.sum(1), np.cumsum(correct, axis=1).diagonal())
+    assert w["multiplying by √d_k"].max(axis=1).mean() > 0.9 > correct.max(axis=1).mean()
+    assert np.isnan(w["−1e9 mask in float16"]).all()
+    same = w["queries equal to the keys"]
+    assert (same.argmax(axis=1) == np.arange(5)).all()   # every token attends to itself
+
+
+def test_ch10_multihead_matches_torch():
+    assert glued_float(CH10, "mha_diff") < 1e-12
