@@ -84,24 +84,35 @@ def effective_config(force: bool, offline: bool) -> Path:
     return out
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def explain_failure(output: str) -> None:
-    """Point at the notebook and cell behind a failed execution."""
-    reports = sorted((ROOT / "_build" / "html" / "reports").glob("**/*.err.log"))
-    for line in output.splitlines():
-        if "Executing notebook failed" in line or "CellExecutionError" in line \
-                or "CellTimeoutError" in line:
-            log("FAILED: " + line.strip())
-    for report in reports:
-        text = report.read_text(errors="replace")
-        cell = re.search(r"An error occurred while executing the following cell:"
-                         r"\n-+\n(.*?)\n-+\n", text, re.S)
-        log(f"FAILED notebook: {report.relative_to(ROOT / '_build' / 'html' / 'reports')}"
-            .replace(".err.log", ".ipynb"))
-        if cell:
-            log("failing cell:\n" + "\n".join("    " + s for s in cell.group(1).splitlines()))
-        error = text.strip().splitlines()[-1] if text.strip() else ""
-        log(f"error: {error}")
-        log(f"full report: {report}")
+    """Name the notebook and the cell behind a failed execution, once each."""
+    import nbformat
+    text = ANSI.sub("", output)
+    notebooks = dict.fromkeys(re.findall(r"^(\S+\.ipynb): WARNING: Executing notebook failed",
+                                         text, re.M))
+    cells = re.findall(r"An error occurred while executing the following cell:\n-+\n(.*?)\n-+\n"
+                       r"(.*?)(?=\n\S+Error: |\Z)\n(\S+(?:Error|Exception)\S*: [^\n]*)",
+                       text, re.S)
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        for source, _, error in dict.fromkeys(cells):
+            code = [c for c in nb.cells if c.cell_type == "code"]
+            index = next((i for i, c in enumerate(code) if c.source.strip() == source.strip()),
+                         None)
+            if index is None:
+                continue
+            log(f"FAILED: {Path(path).relative_to(ROOT)}, code cell {index + 1} of {len(code)} "
+                f"(cell id {code[index].get('id')}):")
+            for line in source.splitlines():
+                log("    " + line)
+            log(f"  raised {error.strip()}")
+    if not notebooks:
+        for line in text.splitlines():
+            if "WARNING" in line or "ERROR" in line:
+                log("FAILED: " + line.strip())
 
 
 def main() -> int:
