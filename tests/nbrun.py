@@ -6,6 +6,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 CELL_TIMEOUT = 120  # seconds, as in _config.yml
@@ -16,8 +17,17 @@ def executed(name: str) -> nbformat.NotebookNode:
     """The chapter `chapters/<name>.ipynb`, executed in a fresh python3 kernel."""
     path = ROOT / "chapters" / f"{name}.ipynb"
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    try:
+        NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
+                       resources={"metadata": {"path": str(path.parent)}}).execute()
+    except CellExecutionError as err:
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        failed = next((i for i, c in enumerate(code)
+                       if any(o.output_type == "error" for o in c.get("outputs", []))), None)
+        where = (f"code cell {failed + 1} of {len(code)} (cell id {code[failed].get('id')})"
+                 if failed is not None else "a cell")
+        raise CellExecutionError(f"chapters/{name}.ipynb, {where} failed:\n{err}",
+                                 err.ename, err.evalue) from None
     return nb
 
 

@@ -161,3 +161,24 @@ def test_static_explorer_sliders_respond_to_the_keyboard(built_book, book_server
             moved += 1
         page.close()
     print(f"\n[browser] moved {moved} explorer sliders with the keyboard on {len(pages)} pages")
+
+
+def test_static_explorer_works_over_file_urls(built_book, browser):
+    """Opened straight from disk (file://), the frames still switch."""
+    page_path = next(p for p in built_pages(built_book)
+                     if 'class="attn-explorer"' in (built_book / p).read_text(errors="replace"))
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((built_book / page_path).as_uri())
+    slider = page.locator(".attn-explorer input[type=range]").first
+    box = slider.locator("xpath=ancestor::div[contains(@class,'attn-explorer')]")
+    slider.focus()
+    page.keyboard.press("Home")
+    first = (box.locator("img").get_attribute("src"), box.locator("output").inner_text())
+    page.keyboard.press("ArrowRight")
+    second = (box.locator("img").get_attribute("src"), box.locator("output").inner_text())
+    assert slider.evaluate("r => r.value") == "1"
+    assert first[0] != second[0] and first[1] != second[1], (first[1], second[1])
+    assert not errors, errors
+    page.close()

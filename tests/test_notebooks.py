@@ -15,7 +15,7 @@ def test_notebook_executes_cleanly_in_a_fresh_kernel(path):
     try:
         nb = executed(path.stem)
     except CellExecutionError as err:
-        pytest.fail(f"{path.name}: a cell failed\n{err}", pytrace=False)
+        pytest.fail(str(err), pytrace=False)
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
