@@ -12,13 +12,16 @@ STAMP  := $(VENV)/.installed
 help:
 	@sed -n '2,5p' Makefile
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
 	  "Python 3.11 or newer is required (found %d.%d); set PYTHON=python3.11" % sys.version_info[:2])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@# JupyterLab: no news or update checks (the book is meant to work offline)
+	@mkdir -p $(VENV)/share/jupyter/lab/settings
+	@cp tools/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	@touch $(STAMP)
 
 book: $(STAMP)
