@@ -28,7 +28,7 @@ book: $(STAMP)
 	$(BIN)/python tools/build_book.py
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -rP
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters $(if $(filter 0,$(shell id -u)),--allow-root)

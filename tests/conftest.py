@@ -49,12 +49,22 @@ def require_chromium() -> str:
 
 
 @pytest.fixture(scope="session")
-def built_book() -> Path:
-    """Build the book strictly once per test session; return _build/html."""
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")],
-                          cwd=ROOT, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-60:])
+def built_book(testrun_uid) -> Path:
+    """Build the book strictly once per test run, even if several pytest-xdist
+    workers ask for it (a file lock makes the others wait); return _build/html."""
+    from filelock import FileLock
+    (ROOT / "_build").mkdir(exist_ok=True)
+    done = ROOT / "_build" / f".built-{testrun_uid}"
+    with FileLock(str(ROOT / "_build" / ".build.lock")):
+        if not done.exists():
+            for old in (ROOT / "_build").glob(".built-*"):
+                old.unlink()
+            proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")],
+                                  cwd=ROOT, capture_output=True, text=True)
+            done.write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
+    returncode, _, output = done.read_text().partition("\n")
+    if returncode != "0":
+        tail = "\n".join(output.splitlines()[-60:])
         pytest.fail(f"the strict book build failed:\n{tail}", pytrace=False)
     return ROOT / "_build" / "html"
 
