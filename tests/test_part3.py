@@ -108,3 +108,18 @@ def test_every_bug_in_the_gallery_reproduces_its_symptom(seed):
 
 def test_ch10_multihead_matches_torch():
     assert glued_float(CH10, "mha_diff") < 1e-12
+
+
+def test_exercise_answers_of_chapters_7_and_9():
+    q2, keys = [2.0, 2.0, 2.0], [[0.0, 1, 1], [4, 4, 0], [2, 3, 1]]
+    scores = [sum(a * b for a, b in zip(q2, k, strict=True)) for k in keys]
+    assert scores == [4.0, 16.0, 12.0]
+    w = soft(scores)
+    assert [round(x, 2) for x in w] == [0.0, 0.98, 0.02]
+    V = [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
+    out = [sum(w[j] * V[j][c] for j in range(3)) for c in range(3)]
+    assert [round(x, 4) for x in out] == [2.0, 7.964, 0.054]
+    # ch7 exercise 3: W_q row 3 = [-4, 0, 2] makes input 1's query [-3, 0, 3]
+    q1 = [1 + -4, 0 + 0, 1 + 2]
+    w1 = soft([sum(a * b for a, b in zip(q1, k, strict=True)) / math.sqrt(3) for k in keys])
+    assert q1 == [-3, 0, 3] and round(w1[0], 2) == 0.97
