@@ -183,8 +183,7 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
 </div>"""
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/plain": f"<Explorer over {self.name}: {len(self.values)} values>",
-                  "text/html": self.to_html()}
+        bundle = {"text/html": self.to_html()}
         try:
             bundle.update(self.widget()._repr_mimebundle_())
         except ImportError:        # ipywidgets missing: the static slider still works
@@ -203,16 +202,17 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
     largest weight and the mean entropy against d_k, with the current d_k marked.
     """
     d_ks = [int(d) for d in d_ks]
-    stats = dk_statistics(d_ks, np.random.default_rng(seed))
+    n_queries, n_keys = 200, 16
+    stats = dk_statistics(d_ks, np.random.default_rng(seed), n_q=n_queries, n_k=n_keys)
     nq, nk = n_show
     fig, axes = plots.new_figure(10.5, 6.2, nrows=2, ncols=3)
     ax_hist, ax_raw, ax_scaled = axes[0]
     ax_max, ax_ent, ax_note = axes[1]
     ax_note.axis("off")
     ax_note.text(0, 0.95, "q and K: N(0, 1) entries\n"
-                 f"{200} queries x 16 keys per d_k\n"
-                 "heatmaps: the first 4 queries\n\n"
-                 "dotted line: ln 16, the entropy\nof uniform weights over 16 keys\n\n"
+                 f"{n_queries} queries x {n_keys} keys per d_k\n"
+                 f"heatmaps: the first {nq} queries, {nk} keys\n\n"
+                 f"dotted line: ln {n_keys}, the entropy\nof uniform weights over {n_keys} keys\n\n"
                  "unscaled: q·k has std √d_k,\nso softmax saturates\n"
                  "scaled: q·k/√d_k has std 1", va="top", fontsize=9, transform=ax_note.transAxes)
     edges = np.linspace(-4, 4, 41)
@@ -236,7 +236,7 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
         ax.set_xlabel("d_k")
         ax.set_ylabel(ylabel)
         ax.legend(fontsize=8)
-    ax_ent.axhline(np.log(16), color="grey", lw=0.8, ls=":")
+    ax_ent.axhline(np.log(n_keys), color="grey", lw=0.8, ls=":")
     markers = [ax.axvline(d_ks[0], color="black", lw=1) for ax in (ax_max, ax_ent)]
     title = fig.suptitle("")
 
