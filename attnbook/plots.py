@@ -100,7 +100,8 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     image = ax.imshow(w, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
     ax.set_xticks(range(n_k), labels=col_labels if col_labels is not None else range(n_k))
     ax.set_yticks(range(n_q), labels=row_labels if row_labels is not None else range(n_q))
-    if col_labels is not None and max((len(str(c)) for c in col_labels), default=0) > 4:
+    longest = max((len(str(c)) for c in col_labels), default=0) if col_labels is not None else 0
+    if longest > 8 or (n_k > 6 and longest > 3):        # rotate only when labels would collide
         ax.tick_params(axis="x", labelrotation=45)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
