@@ -64,12 +64,12 @@ def score_variance(d_ks: Sequence[int], rng: np.random.Generator, n_pairs: int =
     estimate's relative error is about sqrt(2 / n_pairs) (1 % for 20000).
     returns (var_raw, var_scaled), arrays over d_ks.
     """
+    sizes = [m for m in [chunk] * (n_pairs // chunk) + [n_pairs % chunk] if m]
     var_raw = []
     for d_k in d_ks:
-        dots = np.concatenate([
+        dots = np.concatenate([                                # (n_pairs,), in chunks
             np.einsum("ij,ij->i", rng.normal(size=(m, d_k)), rng.normal(size=(m, d_k)))
-            for m in [chunk] * (n_pairs // chunk) + ([n_pairs % chunk] if n_pairs % chunk else [])
-        ])                                                     # (n_pairs,)
+            for m in sizes])
         var_raw.append(dots.var())
     var_raw = np.array(var_raw)
     return var_raw, var_raw / np.asarray(d_ks, dtype=float)
