@@ -11,8 +11,13 @@ def glue(name: str, value) -> None:
 
     numpy scalars (whose repr is 'np.float64(...)' in numpy 2) are turned
     into Python numbers first, so format specs such as `:.2f` work.
+    Without myst-nb (a notebook run in Colab, say) there is no book to glue
+    into, so this does nothing; the book build always has myst-nb.
     """
-    from myst_nb import glue as myst_glue
+    try:
+        from myst_nb import glue as myst_glue
+    except ImportError:
+        return
     if isinstance(value, np.generic):
         value = value.item()
     myst_glue(name, value, display=False)

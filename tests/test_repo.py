@@ -11,9 +11,9 @@ import pytest
 from conftest import ROOT, chapter_notebooks, toc_files
 
 
-def test_ruff_finds_no_problems_in_attnbook_tests_and_tools():
+def test_ruff_finds_no_problems_in_attnbook_tests_tools_and_chapters():
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
-                           "attnbook", "tests", "tools"],
+                           "attnbook", "tests", "tools", "chapters"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -1,0 +1,174 @@
+"""Read the glossary and find where chapters use (and link) its terms.
+
+Shared by tests/test_apparatus.py and tools/link_terms.py.
+
+A glossary entry is a term line followed by an indented definition in the
+``{glossary}`` block of glossary.md. Its Chinese terms are written
+``**中文**`` (with a dagger if the source articles do not use it) followed by
+``*pinyin*``; its definition ends with "Introduced in {doc}`chapters/...`".
+
+In a chapter, a *use* of a term is a whole-word, case-insensitive match of
+the term or its plural in markdown prose, outside headings, code, math, roles,
+link targets and directive fences. A *link* is a ``{term}`` role.
+"""
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+GLOSSARY = ROOT / "glossary.md"
+CJK = r"\u4e00-\u9fff"
+ZH = re.compile(rf"\*\*([^*]*[{CJK}][^*]*)\*\*(†?)\s*\*([^*]+)\*")
+TERM_ROLE = re.compile(r"\{term\}`([^`]*)`")
+# Other forms the chapters use for a term (besides its plural)
+ALIASES = {
+    "attention cue": ["volitional cue", "non-volitional cue"],
+    "kernel regression": ["Nadaraya–Watson", "Nadaraya-Watson"],
+    "saturation": ["saturated", "saturates", "saturate"],
+    "nonparametric attention pooling": ["parametric attention pooling"],
+    "lookup": ["look-up"],
+}
+
+
+@dataclass
+class Entry:
+    term: str
+    definition: str
+    chinese: list[tuple[str, str, bool]] = field(default_factory=list)  # (中文, pinyin, in sources)
+    chapter: str | None = None                                          # "chapters/02_soft_lookup"
+
+
+def glossary_entries(path: Path = GLOSSARY) -> list[Entry]:
+    text = path.read_text(encoding="utf-8")
+    block = re.search(r"```\{glossary\}\n(.*?)\n```", text, re.S)
+    if block is None:
+        raise ValueError(f"{path} has no {{glossary}} block")
+    entries: list[Entry] = []
+    for line in block.group(1).splitlines():
+        if line and not line.startswith(" "):
+            entries.append(Entry(line.strip(), ""))
+        elif line.strip():
+            entries[-1].definition += line.strip() + " "
+    for e in entries:
+        e.chinese = [(zh, pinyin, not dagger) for zh, dagger, pinyin in ZH.findall(e.definition)]
+        m = re.search(r"Introduced in\s+\{doc\}`(chapters/[^`]+)`", e.definition)
+        e.chapter = m.group(1) if m else None
+    return entries
+
+
+def chinese_table(path: Path = GLOSSARY) -> list[tuple[str, str, str]]:
+    """Rows (中文, pinyin, term) of the 中文 → English table."""
+    text = path.read_text(encoding="utf-8").split("(glossary-zh)=", 1)[1]
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and re.search(f"[{CJK}]", cells[0]) and cells[1] != "pinyin":
+            m = TERM_ROLE.search(cells[2])
+            target = m.group(1) if m else cells[2]
+            target = re.sub(r".*<(.*)>", r"\1", target)
+            rows.append((cells[0], cells[1], target))
+    return rows
+
+
+def pinyin_key(pinyin: str) -> str:
+    """Sort key: pinyin without tone marks, spaces or case."""
+    bare = "".join(c for c in unicodedata.normalize("NFD", pinyin)
+                   if not unicodedata.combining(c))
+    return bare.replace(" ", "").lower()
+
+
+def term_pattern(term: str) -> re.Pattern:
+    """Whole-word match of a term or its plural ('query' -> 'queries'),
+    treating a space and a hyphen inside the term alike."""
+    words = [re.escape(w) for w in re.split(r"[ -]", term)]
+    last = words[-1]
+    if term.endswith("y") and not term.endswith(("ey", "ay")):
+        last = last[:-1] + "(?:y|ies)"
+    else:
+        last += "(?:e?s)?"
+    return re.compile(r"(?<![\w-])" + r"(?:\s+|-)".join(words[:-1] + [last]) + r"(?![\w-])",
+                      re.IGNORECASE)
+
+
+def chapter_cells(path: Path) -> list[str]:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown"]
+
+
+_HIDDEN = [
+    re.compile(r"\{[\w:-]+\}`[^`]*`"),            # roles, including {term} and {glue:text}
+    re.compile(r"``.*?``|`[^`\n]*`"),             # inline code
+    re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S),  # math
+    re.compile(r"\]\([^)]*\)"),                   # link targets
+    re.compile(r'"[^"\n]*"|“[^”\n]*”'),           # quotations and titles are mentions, not uses
+]
+
+
+def prose(cell: str) -> str:
+    """The cell with everything that is not prose blanked out (same length,
+    newlines kept): code, math, roles, link targets, quotations, headings,
+    labels, directive fences and options, and fenced code blocks."""
+    blanked = cell
+    for pattern in _HIDDEN:
+        blanked = pattern.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), blanked)
+    out = []
+    fences: list[tuple[str, bool]] = []       # open fences: (marker, is code)
+    for raw, line in zip(cell.split("\n"), blanked.split("\n"), strict=True):
+        s = raw.strip()
+        m = re.match(r"(`{3,}|:{3,})\s*(.*)$", s)
+        keep = False
+        if fences and fences[-1][1]:          # inside a code block
+            if m and m.group(1) == fences[-1][0] and not m.group(2):
+                fences.pop()
+        elif m:
+            if not m.group(2) and fences and fences[-1][0] == m.group(1):
+                fences.pop()
+            else:
+                fences.append((m.group(1), not m.group(2).startswith("{")))
+        else:
+            keep = not (s.startswith("#") or re.match(r":[\w-]+:", s) or re.match(r"\(.*\)=$", s))
+        out.append(line if keep else " " * len(line))
+    return "\n".join(out)
+
+
+@dataclass
+class Use:
+    cell: int        # index among the markdown cells
+    start: int       # offsets into the cell's source
+    end: int
+    text: str        # the cell's source
+    linked: bool     # a {term} role, or a bare use
+
+    @property
+    def excerpt(self) -> str:
+        return " ".join(self.text[max(0, self.start - 40):self.end + 40].split())
+
+
+def first_uses(cells: list[str], terms: list[str]) -> dict[str, Use]:
+    """For each term used in the prose, its first use (linked or not), keyed
+    by the lower-cased term. A use inside a longer term's match ('dot product'
+    inside 'scaled dot-product attention') belongs to the longer term."""
+    forms = [(f, t) for t in terms for f in [t, *ALIASES.get(t, [])]]
+    patterns = [(term_pattern(f), t) for f, t in sorted(forms, key=lambda ft: -len(ft[0]))]
+    found: dict[str, Use] = {}
+    for i, cell in enumerate(cells):
+        text = prose(cell)
+        events = []   # (start, end, term, linked)
+        for m in TERM_ROLE.finditer(cell):
+            target = re.sub(r".*<(.*)>", r"\1", m.group(1)).strip().lower()
+            events.append((m.start(), m.end(), target, True))
+        taken: list[tuple[int, int]] = []
+        for pattern, t in patterns:
+            for m in pattern.finditer(text):
+                if any(a <= m.start() < b for a, b in taken):
+                    continue
+                taken.append((m.start(), m.end()))
+                events.append((m.start(), m.end(), t.lower(), False))
+        for start, end, t, linked in sorted(events):
+            if t not in found:
+                found[t] = Use(i, start, end, cell, linked)
+    return found

@@ -1,0 +1,295 @@
+"""The reader's apparatus: glossary, notation, bibliography, API reference,
+notebook downloads and the CI workflow for a public host."""
+from __future__ import annotations
+
+import html
+import importlib
+import inspect
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from conftest import ROOT, chapter_notebooks, toc_files
+from terms import (chapter_cells, chinese_table, first_uses, glossary_entries, pinyin_key,
+                   term_pattern)
+
+SEEDS = ROOT.parent / "shared" / "seeds"
+API_MODULES = ["core", "kernel", "scoring", "analysis", "multihead", "nn", "plots",
+               "explorers", "examples", "bugs", "book"]
+ENTRIES = glossary_entries()
+TERMS = [e.term for e in ENTRIES]
+
+
+# --- glossary -------------------------------------------------------------
+
+def test_every_glossary_entry_gives_its_chinese_term_pinyin_and_chapter():
+    assert len(ENTRIES) >= 30
+    for e in ENTRIES:
+        assert e.chinese, f"glossary entry {e.term!r} has no **中文** *pinyin*"
+        assert e.chapter, f"glossary entry {e.term!r} does not say where it is introduced"
+        assert (ROOT / f"{e.chapter}.ipynb").is_file(), f"{e.term!r}: no chapter {e.chapter}"
+
+
+def test_glossary_covers_the_terms_the_issue_lists():
+    required = {"query": "查询", "key": "键", "value": "值", "attention score": "注意力分数",
+                "attention weight": "注意力权重", "attention pooling": "注意力汇聚",
+                "scaled dot-product attention": "缩放点积注意力", "self-attention": "自注意力",
+                "masked softmax": "掩蔽softmax", "additive attention": "加性注意力",
+                "kernel regression": "核回归"}
+    by_term = {e.term: e for e in ENTRIES}
+    for term, zh in required.items():
+        assert term in by_term, f"the glossary has no entry {term!r}"
+        assert any(zh in c for c, _, _ in by_term[term].chinese), (term, by_term[term].chinese)
+
+
+def test_chinese_table_lists_every_glossary_term_sorted_by_pinyin():
+    rows = chinese_table()
+    table = {(zh.rstrip("†"), pinyin, term) for zh, pinyin, term in rows}
+    glossary = {(zh, pinyin, e.term) for e in ENTRIES for zh, pinyin, _ in e.chinese}
+    assert table == glossary, (f"only in the table: {table - glossary}; "
+                               f"only in the glossary: {glossary - table}")
+    keys = [pinyin_key(p) for _, p, _ in rows]
+    assert keys == sorted(keys), "the 中文 → English table is not in pinyin order"
+
+
+def test_chinese_terms_without_a_dagger_are_the_source_articles_own():
+    if not SEEDS.is_dir():
+        pytest.skip(f"the source articles are not beside the checkout ({SEEDS})")
+    text = "".join(p.read_text(encoding="utf-8") for p in SEEDS.glob("*.txt"))
+    missing = [(e.term, zh) for e in ENTRIES for zh, _, in_sources in e.chinese
+               if in_sources and zh.replace(" ", "") not in text]
+    assert not missing, f"marked as the sources' term but not found in them: {missing}"
+
+
+def test_every_chapter_links_the_first_use_of_each_glossary_term():
+    problems = []
+    for nb in chapter_notebooks():
+        for term, use in first_uses(chapter_cells(nb), TERMS).items():
+            if not use.linked:
+                problems.append(f"{nb.name}: first use of {term!r} is not a link: ...{use.excerpt}...")
+    assert not problems, ("\n".join(problems) + "\n(run `python tools/link_terms.py` to see "
+                          "them, and `--write` to link them)")
+
+
+def test_each_glossary_entry_is_linked_from_the_chapter_it_names():
+    for e in ENTRIES:
+        cells = chapter_cells(ROOT / f"{e.chapter}.ipynb")
+        use = first_uses(cells, TERMS).get(e.term.lower())
+        assert use is not None and use.linked, \
+            f"glossary says {e.term!r} is introduced in {e.chapter}, which never links it"
+
+
+def test_first_use_checker_ignores_headings_code_math_and_quotes_but_not_prose():
+    cells = ["# Queries and keys\n\nA `query` in code, $q$ in math, a \"key\" quoted.\n",
+             "Now the {term}`keys <key>` and the queries.\n\nMore queries.",
+             "```python\nvalue = 1\n```\nA value."]
+    uses = first_uses(cells, ["query", "key", "value"])
+    assert uses["key"].linked and uses["key"].cell == 1
+    assert not uses["query"].linked and uses["query"].cell == 1
+    assert cells[1][uses["query"].start:uses["query"].end] == "queries"
+    assert not uses["value"].linked and uses["value"].cell == 2
+    assert term_pattern("scaled dot-product attention").fullmatch("Scaled dot product\nattention")
+    longer = first_uses(["the scaled dot-product attention"], ["dot product",
+                                                               "scaled dot-product attention"])
+    assert list(longer) == ["scaled dot-product attention"]
+
+
+@pytest.mark.book
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+def test_every_glossary_term_is_linked_from_at_least_one_built_chapter(built_book):
+    glossary = (built_book / "glossary.html").read_text(encoding="utf-8")
+    anchors = re.findall(r'<dt id="(term-[^"]+)"', glossary)
+    assert len(anchors) == len(ENTRIES), (len(anchors), len(ENTRIES))
+    pages = "".join(p.read_text(encoding="utf-8") for p in (built_book / "chapters").glob("*.html"))
+    unlinked = [a for a in anchors if f'glossary.html#{a}"' not in pages]
+    assert not unlinked, f"glossary terms no chapter links to: {unlinked}"
+
+
+# --- notation -------------------------------------------------------------
+
+def _public_callables():
+    for name in API_MODULES:
+        module = importlib.import_module(f"attnbook.{name}")
+        for attr in module.__all__:
+            obj = getattr(module, attr)
+            if inspect.isfunction(obj) or inspect.isclass(obj):
+                yield f"attnbook.{name}.{attr}", obj
+
+
+def test_every_dimension_name_in_a_docstring_shape_is_in_the_notation_page():
+    notation = (ROOT / "notation.md").read_text(encoding="utf-8")
+    in_table = set(re.findall(r"`(\w+)`", notation))
+    unknown = {}
+    for qualname, obj in _public_callables():
+        for shape in re.findall(r"\(([^()]*)\)", inspect.getdoc(obj) or ""):
+            parts = [p.strip() for p in shape.split(",")]
+            if not parts or not all(re.fullmatch(r"\.\.\.|\d+|[nd]_\w+|h|n", p)
+                                    for p in parts if p):
+                continue              # not a shape tuple
+            for p in parts:
+                if re.fullmatch(r"[nd]_\w+|h|n", p) and p not in in_table:
+                    unknown.setdefault(p, qualname)
+    assert not unknown, f"shape names missing from notation.md (name: first docstring): {unknown}"
+
+
+# --- bibliography ---------------------------------------------------------
+
+def _sources() -> str:
+    texts = [(ROOT / f"{name}.md").read_text(encoding="utf-8") for name in toc_files()
+             if (ROOT / f"{name}.md").is_file()]
+    texts += ["\n".join(chapter_cells(nb)) for nb in chapter_notebooks()]
+    return "\n".join(texts)
+
+
+def test_every_bibliography_entry_is_cited_somewhere_and_every_citation_exists():
+    bib = set(re.findall(r"@\w+\{([^,]+),", (ROOT / "references.bib").read_text()))
+    cited = {key.strip() for group in re.findall(r"\{cite[:a-z]*\}`([^`]+)`", _sources())
+             for key in group.split(",")}
+    for key in ["vaswani2017attention", "bahdanau2015neural", "nadaraya1964estimating",
+                "watson1964smooth", "mody2022intuition", "karim2019illustrated", "zhang2023d2l"]:
+        assert key in bib, f"references.bib lacks {key}"
+    assert not bib - cited, f"never cited: {sorted(bib - cited)}"
+    assert not cited - bib, f"cited but not in references.bib: {sorted(cited - bib)}"
+
+
+def _mini_book(tmp_path: Path, page: str) -> subprocess.CompletedProcess:
+    """Build a one-page book with the project's own _config.yml (static paths
+    dropped, local extensions made absolute) and the strict flags."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config["sphinx"]["config"]["html_static_path"] = []
+    config["sphinx"]["local_extensions"] = {
+        k: str(ROOT / v) for k, v in config["sphinx"]["local_extensions"].items()}
+    tmp_path.mkdir()
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\n")
+    (tmp_path / "references.bib").write_text((ROOT / "references.bib").read_text())
+    (tmp_path / "index.md").write_text(page)
+    jb = Path(sys.executable).with_name("jupyter-book")
+    return subprocess.run([str(jb), "build", str(tmp_path), "-W", "-n", "--keep-going"],
+                          cwd=tmp_path, capture_output=True, text=True)
+
+
+@pytest.mark.slow
+def test_an_unknown_citation_key_fails_the_strict_build(tmp_path):
+    good = _mini_book(tmp_path / "good", "# Page\n\nSee {cite}`vaswani2017attention`.\n\n"
+                      "```{bibliography}\n```\n")
+    assert good.returncode == 0, good.stdout[-3000:] + good.stderr[-3000:]
+    bad = _mini_book(tmp_path / "bad", "# Page\n\nSee {cite}`nosuchkey2099`.\n\n"
+                     "```{bibliography}\n```\n")
+    assert bad.returncode != 0
+    assert "nosuchkey2099" in bad.stdout + bad.stderr
+
+
+# --- API reference --------------------------------------------------------
+
+def test_api_page_documents_every_attnbook_module():
+    api = (ROOT / "api.md").read_text()
+    modules = {p.stem for p in (ROOT / "attnbook").glob("*.py")
+               if not p.stem.startswith("_")}
+    assert modules == set(API_MODULES)
+    for name in API_MODULES:
+        assert f".. automodule:: attnbook.{name}\n   :members:" in api, name
+
+
+def test_every_public_function_and_class_has_a_docstring():
+    missing = [q for q, obj in _public_callables() if not (inspect.getdoc(obj) or "").strip()]
+    assert not missing, f"no docstring: {missing}"
+
+
+@pytest.mark.book
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+def test_every_public_function_appears_in_the_built_api_reference_with_its_docstring(built_book):
+    api = (built_book / "api.html").read_text(encoding="utf-8")
+    text = "".join(html.unescape(re.sub(r"<[^>]+>", " ", api)).split())
+    absent, undocumented = [], []
+    for qualname, obj in _public_callables():
+        if f'id="{qualname}"' not in api:
+            absent.append(qualname)
+            continue
+        summary = inspect.getdoc(obj).splitlines()[0]
+        words = " ".join(summary.replace("`", "").split()[:4])
+        if "".join(words.split()) not in text.replace("\u2019", "'"):
+            undocumented.append((qualname, words))
+    assert not absent, f"not in api.html: {absent}"
+    assert not undocumented, f"docstring summary not shown: {undocumented}"
+
+
+def test_docstring_contract_becomes_parameter_fields():
+    sys.path.insert(0, str(ROOT / "tools"))
+    from sphinx_docstrings import to_rst
+    doc = ("Attend.\n\nQ: (n_q, d_k)   K, V: (n_k, d_k); mask: True = may attend\n"
+           "scale: a number that\n   goes on\nreturns output (n_q, d_v) and\nweights (n_q, n_k)\n"
+           "A note with 2 * 3 and word_.")
+    assert to_rst(doc.splitlines()) == [
+        "Attend.", "", ":param Q: (n_q, d_k)", ":param K: (n_k, d_k)", ":param V: (n_k, d_k)",
+        ":param mask: True = may attend", ":param scale: a number that", "   goes on",
+        ":returns: output (n_q, d_v) and", "   weights (n_q, n_k)", "",
+        "A note with 2 \\* 3 and word\\_."]
+
+
+# --- downloads ------------------------------------------------------------
+
+@pytest.mark.book
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+def test_each_chapter_page_offers_its_own_notebook_for_download(built_book):
+    for nb in chapter_notebooks():
+        page = (built_book / "chapters" / f"{nb.stem}.html").read_text(encoding="utf-8")
+        links = re.findall(r'<a href="([^"]+\.ipynb)" download="([^"]+)"', page)
+        assert links, f"{nb.stem}.html has no download link for a notebook"
+        href, filename = links[0]
+        assert filename == nb.name
+        served = (built_book / "chapters" / href).resolve()
+        downloaded = nbformat.read(served, as_version=4)
+        nbformat.validate(downloaded)
+        code = [c.source for c in downloaded.cells if c.cell_type == "code"]
+        assert code == [c.source for c in nbformat.read(nb, as_version=4).cells
+                        if c.cell_type == "code"], f"{href} is not {nb.name}"
+
+
+@pytest.mark.book
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+def test_download_button_saves_the_notebook_in_chromium(built_book, book_server, browser):
+    nb = chapter_notebooks()[1]
+    page = browser.new_page(accept_downloads=True)
+    page.goto(f"{book_server}/chapters/{nb.stem}.html")
+    page.locator(".dropdown-download-buttons button.dropdown-toggle").click()
+    with page.expect_download() as info:
+        page.locator("a.btn-download-source-button").click()
+    download = info.value
+    assert download.suggested_filename == nb.name
+    saved = json.loads(Path(download.path()).read_text(encoding="utf-8"))
+    assert saved["cells"][0]["source"] == json.loads(nb.read_text())["cells"][0]["source"]
+    page.close()
+
+
+# --- the CI workflow for a public host ------------------------------------
+
+def test_github_workflow_is_valid_and_runs_the_ci_script_then_publishes_the_book():
+    workflow = ROOT / ".github" / "workflows" / "book.yml"
+    proc = subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema",
+                           "vendor.github-workflows", str(workflow)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    jobs = yaml.safe_load(workflow.read_text())["jobs"]
+    steps = jobs["test"]["steps"]
+    assert any(s.get("run", "").strip() == "bash .ci/run" for s in steps)
+    upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
+    assert upload["with"]["path"] == "_build/html"
+    assert jobs["deploy"]["needs"] == "test"
+
+
+def test_glue_without_myst_nb_is_a_no_op(monkeypatch):
+    from attnbook.book import glue
+    monkeypatch.setitem(sys.modules, "myst_nb", None)     # import myst_nb now fails
+    assert glue("x", 1.5) is None
