@@ -2,7 +2,7 @@
 #   make book   create .venv if missing, install, build the HTML book strictly
 #   make test   install what the tests need and run all of them
 #   make lab    open the chapters in JupyterLab (live explorers)
-#   make bench  print the explorers' latency and the book's size figures
+#   make bench  measure build, execution, slider and page costs (about 10 min)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin

@@ -1,25 +1,175 @@
-"""`make bench`: figures the book promises, printed, never asserted.
+"""`make bench`: what the book costs to build, to run and to read, measured.
 
-- live latency of each explorer's slider callback (median and 95th percentile
-  over 50 moves) against a naive version that builds and renders a new figure
-  per move; target: median <= 30 ms for the d_k explorer;
-- `import attnbook` time (target < 0.3 s, torch not imported);
-- the static explorers' HTML size, and each built page's size with its images
-  (target: a chapter page under 3 MB), when _build/html exists.
+Prints one table and writes it to _build/bench.json. Every figure is measured
+in this run, on this machine; ratios compare two things measured side by side
+so that they hold on a noisy shared machine. Nothing is asserted: a target
+that is missed is printed as missed.
+
+    python tools/bench.py               # everything (about 10 minutes on 2 cores)
+    python tools/bench.py --skip-test   # without the `make test` run
+    python tools/bench.py --quick       # no builds and no `make test`
+
+The full run rebuilds _build/ from scratch (it ends with a built book).
 """
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "_build"
 sys.path.insert(0, str(ROOT / "tests"))   # reuse the test suite's explorer factory
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+PROSE_EDIT = ROOT / "chapters" / "02_soft_lookup.ipynb"
 
+ROWS: list[dict] = []
+
+
+def row(measure: str, value: float, unit: str, *, reference: str = "", ratio: float | None = None,
+        target: str = "", holds: bool | None = None) -> None:
+    ROWS.append(dict(measure=measure, value=round(value, 4), unit=unit, reference=reference,
+                     ratio=None if ratio is None else round(ratio, 3), target=target,
+                     holds=holds))
+    print(f"  {measure}: {value:.2f} {unit}" + (f"  ({reference})" if reference else ""),
+          flush=True)
+
+
+def env_without_ci() -> dict:
+    env = dict(os.environ)
+    env.pop("CI", None)            # build_book.py forces execution when CI=true
+    return env
+
+
+def run_build(*extra: str) -> float:
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py"), *extra],
+                          cwd=ROOT, env=env_without_ci(), capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    if proc.returncode:
+        sys.exit(f"bench: the build failed:\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}")
+    return elapsed
+
+
+# --- building -------------------------------------------------------------
+
+def bench_builds() -> dict:
+    print("\nBuilding (strict: -W -n --keep-going):", flush=True)
+    for d in ("html", ".jupyter_cache", "jupyter_execute", ".doctrees"):
+        shutil.rmtree(BUILD / d, ignore_errors=True)
+    clean = run_build("--force")
+    row("clean build, execution forced", clean, "s", target="<= 60 s", holds=clean <= 60)
+    shutil.rmtree(BUILD / ".jupyter_cache", ignore_errors=True)
+    cold_cache = run_build()          # fills the execution cache
+    row("clean build, empty cache (what `make book` does first)", cold_cache, "s")
+    original = PROSE_EDIT.read_text(encoding="utf-8")
+    nb = json.loads(original)
+    first_md = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+    first_md["source"][-1] = first_md["source"][-1].rstrip("\n") + " (An edited line.)"
+    try:
+        PROSE_EDIT.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n",
+                              encoding="utf-8")
+        prose = run_build()
+    finally:
+        PROSE_EDIT.write_text(original, encoding="utf-8")
+    run_build()                       # put the built page back in step with the source
+    row("rebuild after editing one prose line (cache hit)", prose, "s",
+        reference=f"{prose / clean:.2f} x the clean build", ratio=prose / clean,
+        target="<= 10 s", holds=prose <= 10)
+    return {"clean": clean, "prose": prose}
+
+
+def sphinx_only() -> float:
+    """The same strict build with execution off, over the notebooks
+    bench_execution ran (outputs included), in a scratch copy of the book:
+    Sphinx's own time."""
+    executed = EXECUTED
+    with tempfile.TemporaryDirectory() as tmp:
+        book = Path(tmp)
+        for name in ["_toc.yml", "references.bib", *[p.name for p in ROOT.glob("*.md")]]:
+            shutil.copy(ROOT / name, book / name)
+        (book / "README.md").unlink(missing_ok=True)
+        for d in ("_assets", "_vendor"):
+            if (ROOT / d).exists():
+                (book / d).symlink_to(ROOT / d)
+        (book / "chapters").mkdir()
+        for nb in CHAPTERS:
+            shutil.copy(executed / nb.name, book / "chapters" / nb.name)
+        config = yaml.safe_load((ROOT / "_config.yml").read_text())
+        config["execute"]["execute_notebooks"] = "off"
+        config["sphinx"]["local_extensions"] = {
+            k: str(ROOT / v) for k, v in config["sphinx"]["local_extensions"].items()}
+        (book / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+        jb = Path(sys.executable).with_name("jupyter-book")
+        start = time.perf_counter()
+        proc = subprocess.run([str(jb), "build", str(book), "-W", "-n", "--keep-going", "--all"],
+                              cwd=book, capture_output=True, text=True)
+        elapsed = time.perf_counter() - start
+        if proc.returncode:
+            sys.exit(f"bench: the execution-off build failed:\n{proc.stdout[-3000:]}")
+    return elapsed
+
+
+# --- executing ------------------------------------------------------------
+
+EXECUTED = BUILD / "bench_executed"    # the notebooks bench_execution ran, with outputs
+
+
+def execute(path: str) -> tuple[str, float]:
+    """Execute one chapter in a fresh kernel and save it under EXECUTED; its
+    kernel's stderr (a warning about TCP transport) goes to /dev/null."""
+    import nbformat
+    from nbclient import NotebookClient
+    nb = nbformat.read(path, as_version=4)
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)
+    try:
+        start = time.perf_counter()
+        NotebookClient(nb, timeout=120, kernel_name="python3",
+                       resources={"metadata": {"path": str(Path(path).parent)}}).execute()
+        seconds = time.perf_counter() - start
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, EXECUTED / Path(path).name)
+    return Path(path).stem, seconds
+
+
+def bench_execution() -> dict:
+    print("\nExecuting each chapter in a fresh kernel:", flush=True)
+    times = {}
+    start = time.perf_counter()
+    for nb in CHAPTERS:
+        name, seconds = execute(str(nb))
+        times[name] = seconds
+        row(f"execute {name}", seconds, "s", target="<= 20 s", holds=seconds <= 20)
+    serial = time.perf_counter() - start
+    row("execute all chapters, one at a time", serial, "s")
+    longest_first = sorted(CHAPTERS, key=lambda p: -times[p.stem])
+    start = time.perf_counter()
+    with ProcessPoolExecutor(2) as pool:
+        list(pool.map(execute, map(str, longest_first)))
+    parallel = time.perf_counter() - start
+    row("execute all chapters, two at a time", parallel, "s",
+        reference=f"{serial / parallel:.2f} x faster than one at a time", ratio=parallel / serial)
+    return {"serial": serial, "parallel": parallel, "each": times}
+
+
+# --- running: explorers, import, attention --------------------------------
 
 def timed(fn, n=50):
     times = []
@@ -30,13 +180,15 @@ def timed(fn, n=50):
     return statistics.median(times), float(np.percentile(times, 95))
 
 
-def bench_explorers():
+def median_ms(fn, *args, n=20) -> float:
+    return timed(lambda _: fn(*args), n)[0]
+
+
+def bench_explorers() -> None:
     from test_explorers import KINDS, make
 
     from attnbook import explorers as ex
-    print("\nExplorer latency per slider move (ms), 50 moves, this machine:")
-    print(f"{'explorer':<12} {'live median':>11} {'live p95':>9} {'naive median':>12} "
-          f"{'naive p95':>9} {'speed-up':>8}  static HTML")
+    print("\nExplorer latency per slider move, 50 moves (naive: 20 moves):", flush=True)
     for kind in KINDS:
         e = make(kind)
         e.widget()
@@ -52,70 +204,149 @@ def bench_explorers():
 
         live_med, live_p95 = timed(live)
         naive_med, naive_p95 = timed(naive, n=20)
-        size = len(e.to_html()) / 1e6
-        target = "  (target <= 30 ms)" if kind == "dk" else ""
-        print(f"{kind:<12} {live_med:>11.1f} {live_p95:>9.1f} {naive_med:>12.1f} "
-              f"{naive_p95:>9.1f} {naive_med / live_med:>7.1f}x  {size:.2f} MB{target}")
+        target = dict(target="median <= 30 ms", holds=live_med <= 30) if kind == "dk" else {}
+        row(f"explorer {kind}: live median", live_med, "ms",
+            reference=f"naive redraw {naive_med:.1f} ms", ratio=live_med / naive_med, **target)
+        row(f"explorer {kind}: live p95", live_p95, "ms",
+            reference=f"naive redraw {naive_p95:.1f} ms", ratio=live_p95 / naive_p95)
 
 
-def bench_import():
+def bench_import() -> None:
     code = "import sys,time;t=time.perf_counter();import attnbook;" \
            "print(time.perf_counter()-t,'torch' in sys.modules)"
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.split() for _ in range(5)]
     best = min(float(r[0]) for r in runs)
-    print(f"\nimport attnbook: best of 5 = {best * 1000:.0f} ms (target < 300 ms); "
-          f"torch imported: {runs[0][1]}")
+    row("import attnbook (best of 5)", best, "s", reference=f"torch imported: {runs[0][1]}",
+        target="<= 0.3 s", holds=best <= 0.3)
 
 
-def bench_pages():
-    html = ROOT / "_build" / "html"
-    if not html.exists():
-        print("\n(no _build/html: run `make book` to measure page sizes)")
-        return
-    print("\nBuilt page sizes (HTML + its images; target < 3 MB per chapter page):")
-    for page in sorted((html / "chapters").glob("*.html")):
-        text = page.read_text(errors="replace")
-        images = sum((html / "_images" / p.name).stat().st_size
-                     for p in (html / "_images").glob("*") if p.name in text) \
-            if (html / "_images").exists() else 0
-        total = (page.stat().st_size + images) / 1e6
-        print(f"  {page.name:<40} {total:6.2f} MB")
-
-
-def _loop_attention(Q, K, V):
-    """One query at a time, as a for loop over the rows of Q."""
-    out = np.empty((Q.shape[0], V.shape[1]))
-    for i, q in enumerate(Q):
-        s = K @ q / np.sqrt(Q.shape[1])
-        w = np.exp(s - s.max())
-        out[i] = (w / w.sum()) @ V
-    return out
-
-
-def _median_ms(fn, *args, repeat=5):
-    return timed(lambda _: fn(*args), repeat)[0]
-
-
-def bench_attention_backends():
-    """Loop over queries vs one numpy call vs torch, for growing n (chapter 6)."""
+def bench_attention_vs_torch() -> None:
     import torch
 
     from attnbook import scaled_dot_product_attention
-    print("\nAttention, n queries = n keys, d_k = d_v = 64 (ms, median of 5):")
-    print(f"{'n':>6} {'loop/query':>11} {'numpy':>8} {'torch':>8}")
+    print("\nscaled_dot_product_attention, n_q = n_k = 1024, d_k = d_v = 64 "
+          f"(median of 20; torch on {torch.get_num_threads()} threads):", flush=True)
     rng = np.random.default_rng(0)
-    for n in (16, 64, 256, 1024):
-        Q, K, V = (rng.normal(size=(n, 64)) for _ in range(3))
-        Qt, Kt, Vt = (torch.from_numpy(a.copy()) for a in (Q, K, V))
-        loop_ms = _median_ms(_loop_attention, Q, K, V)
-        np_ms = _median_ms(scaled_dot_product_attention, Q, K, V)
-        torch_ms = _median_ms(torch.nn.functional.scaled_dot_product_attention, Qt, Kt, Vt)
-        print(f"{n:>6} {loop_ms:>11.2f} {np_ms:>8.2f} {torch_ms:>8.2f}")
+    for dtype, tdtype in ((np.float64, torch.float64), (np.float32, torch.float32)):
+        Q, K, V = (rng.normal(size=(1024, 64)).astype(dtype) for _ in range(3))
+        Qt, Kt, Vt = (torch.from_numpy(a) for a in (Q, K, V))
+        ours = median_ms(scaled_dot_product_attention, Q, K, V)
+        theirs = median_ms(torch.nn.functional.scaled_dot_product_attention, Qt, Kt, Vt)
+        assert Qt.dtype == tdtype
+        row(f"attnbook attention, {np.dtype(dtype).name} input", ours, "ms",
+            reference=f"torch {theirs:.2f} ms; attnbook computes in float64",
+            ratio=ours / theirs)
+
+
+# --- reading: page weight -------------------------------------------------
+
+def bench_pages() -> None:
+    html = BUILD / "html"
+    if not html.exists():
+        print("\n(no _build/html: run `make book` to measure page weights)")
+        return
+    pages = sorted((html / "chapters").glob("*.html"))
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        print("\n(no Chromium: page weight counts the HTML and its images only)")
+        for page in pages:
+            text = page.read_text(errors="replace")
+            images = sum(p.stat().st_size for p in (html / "_images").glob("*") if p.name in text)
+            total = (page.stat().st_size + images) / 1e6
+            row(f"page {page.stem} (HTML + images)", total, "MB", target="<= 3 MB",
+                holds=total <= 3)
+        return
+    import functools
+    import http.server
+    import threading
+
+    from conftest import CHROMIUM_ARGS
+    from playwright.sync_api import sync_playwright
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    print("\nPage weight: everything Chromium loads for the page, nothing cached:", flush=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        for page_path in pages:
+            context = browser.new_context()
+            page = context.new_page()
+            loaded: list[int] = []
+            page.on("requestfinished",
+                    lambda r, loaded=loaded: loaded.append(r.sizes()["responseBodySize"]))
+            page.goto(f"{base}/chapters/{page_path.name}", wait_until="networkidle")
+            html_mb = page_path.stat().st_size / 1e6
+            total = sum(loaded) / 1e6
+            row(f"page {page_path.stem}", total, "MB",
+                reference=f"HTML {html_mb:.2f} MB + {len(loaded) - 1} assets",
+                target="<= 3 MB", holds=total <= 3)
+            context.close()
+        browser.close()
+    server.shutdown()
+
+
+def bench_make_test() -> None:
+    print("\nRunning `make test`:", flush=True)
+    start = time.perf_counter()
+    proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
+    elapsed = time.perf_counter() - start
+    summary = (proc.stdout.strip().splitlines() or ["?"])[-1].strip("= ")
+    row("make test", elapsed, "s", reference=f"exit {proc.returncode}: {summary}",
+        target="<= 10 min", holds=elapsed <= 600)
+
+
+def print_table() -> None:
+    print("\n" + "=" * 100)
+    print(f"{'measure':<52} {'value':>10}  {'ratio':>6}  {'target':<16} {'holds':<5}")
+    print("-" * 100)
+    for r in ROWS:
+        value = f"{r['value']:.2f} {r['unit']}"
+        ratio = "" if r["ratio"] is None else f"{r['ratio']:.2f}"
+        holds = "" if r["holds"] is None else ("yes" if r["holds"] else "NO")
+        print(f"{r['measure']:<52} {value:>10}  {ratio:>6}  {r['target']:<16} {holds:<5}")
+        if r["reference"]:
+            print(f"{'':<4}{r['reference']}")
+    print("=" * 100)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="no builds, no `make test`")
+    parser.add_argument("--skip-test", action="store_true", help="no `make test`")
+    args = parser.parse_args()
+    started = time.strftime("%Y-%m-%d %H:%M:%S")
+    if not args.quick:
+        builds = bench_builds()
+        executions = bench_execution()
+        sphinx = sphinx_only()
+        row("strict build with execution off (Sphinx only)", sphinx, "s")
+        for how, seconds in (("one", executions["serial"]), ("two", executions["parallel"])):
+            budget = seconds + sphinx
+            row(f"clean build / (execution {how} at a time + Sphinx only)",
+                builds["clean"] / budget, "x",
+                reference=f"{builds['clean']:.1f} s / ({seconds:.1f} s + {sphinx:.1f} s)",
+                ratio=builds["clean"] / budget,
+                **(dict(target="<= 1.3 x", holds=builds["clean"] / budget <= 1.3)
+                   if how == "one" else {}))
+    bench_import()
+    bench_explorers()
+    bench_attention_vs_torch()
+    bench_pages()
+    if not (args.quick or args.skip_test):
+        bench_make_test()
+    print_table()
+    BUILD.mkdir(exist_ok=True)
+    out = BUILD / "bench.json"
+    out.write_text(json.dumps({"started": started, "machine": {
+        "cpus": os.cpu_count(), "python": sys.version.split()[0]}, "rows": ROWS}, indent=1))
+    print(f"written to {out.relative_to(ROOT)}")
 
 
 if __name__ == "__main__":
-    bench_import()
-    bench_explorers()
-    bench_attention_backends()
-    bench_pages()
+    main()
