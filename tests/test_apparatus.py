@@ -293,3 +293,15 @@ def test_glue_without_myst_nb_is_a_no_op(monkeypatch):
     from attnbook.book import glue
     monkeypatch.setitem(sys.modules, "myst_nb", None)     # import myst_nb now fails
     assert glue("x", 1.5) is None
+
+
+def test_template_override_is_the_installed_themes_macros_without_fontawesome_js():
+    import pydata_sphinx_theme
+    theme = (Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+             / "static" / "webpack-macros.html").read_text()
+    ours = (ROOT / "_templates" / "static" / "webpack-macros.html").read_text()
+    ours = re.sub(r"^\{#-.*?-#\}\n", "", ours, flags=re.S)
+    assert "fontawesome.js" in theme and "fontawesome.js" not in ours
+    kept = [line for line in theme.splitlines()
+            if "fontawesome.js" not in line and "custom icons" not in line]
+    assert ours.splitlines() == kept, "the theme's macros changed: update _templates/static/"

@@ -119,3 +119,16 @@ def test_explorer_inputs_are_checked():
         ex.explore_temperature([1.0, 2.0], ["only one"])
     with pytest.raises(ValueError, match="index"):
         make("temperature").show(99)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_static_frames_are_palette_pngs_that_look_like_the_full_colour_figure(kind):
+    e = make(kind)
+    e._static_mode()
+    full = np.asarray(Image.open(io.BytesIO(ex._png(e.figure, ex.STATIC_DPI, fast=True)))
+                      .convert("RGB")).astype(int)
+    frame = Image.open(io.BytesIO(ex._png(e.figure, ex.STATIC_DPI, fast=False)))
+    assert frame.mode == "P", frame.mode
+    diff = np.abs(np.asarray(frame.convert("RGB")).astype(int) - full)
+    assert diff.shape == full.shape
+    assert diff.mean() < 0.5 and np.percentile(diff, 99.9) <= 32, (diff.mean(), diff.max())

@@ -181,6 +181,7 @@ def timed(fn, n=50):
 
 
 def median_ms(fn, *args, n=20) -> float:
+    fn(*args)                      # warm up (thread pools, first-call allocations)
     return timed(lambda _: fn(*args), n)[0]
 
 
