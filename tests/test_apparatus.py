@@ -214,6 +214,11 @@ def test_every_public_function_appears_in_the_built_api_reference_with_its_docst
         if f'id="{qualname}"' not in api:
             absent.append(qualname)
             continue
+        signature = re.search(rf'id="{re.escape(qualname)}">(.*?)</dt>', api, re.S)
+        shown = re.sub(r"<[^>]+>", "", signature.group(1)) if signature else ""
+        params = [n for n in inspect.signature(obj).parameters if n != "self"]
+        if not all(re.search(rf"\b{n}\b", shown) for n in params):
+            absent.append(f"{qualname} (signature shown: {shown.strip()!r}, expected {params})")
         summary = inspect.getdoc(obj).splitlines()[0]
         words = " ".join(summary.replace("`", "").split()[:4])
         if "".join(words.split()) not in text.replace("\u2019", "'"):
