@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from . import plots
 from ._checks import as_real, require_ndim
@@ -219,7 +220,7 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
     ax_hist, ax_raw, ax_scaled = axes[0]
     ax_max, ax_ent, ax_note = axes[1]
     ax_note.axis("off")
-    ax_note.text(0, 0.95, "q and K: N(0, 1) entries\n"
+    ax_note.text(0, 0.66, "q and K: N(0, 1) entries\n"
                  f"{n_queries} queries x {n_keys} keys per d_k\n"
                  f"heatmaps: the first {nq} queries, {nk} keys\n\n"
                  f"dotted line: ln {n_keys}, the entropy\nof uniform weights over {n_keys} keys\n\n"
@@ -230,7 +231,11 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
     step_scaled = ax_hist.stairs(np.zeros(40), edges, label="q·k / √d_k", color="#2166ac")
     ax_hist.set_xlabel("score")
     ax_hist.set_ylabel("density")
-    ax_hist.legend(loc="upper right", fontsize=8)
+    ax_hist.yaxis.set_major_locator(MaxNLocator(4))
+    # the legend sits in the static note panel, so a slider move redraws less text
+    ax_note.legend(handles=[step_raw, step_scaled], loc="upper left", bbox_to_anchor=(0, 1.05),
+                   fontsize=8, title="score histograms (top left)", title_fontsize=8,
+                   alignment="left")
     blank = np.zeros((nq, nk))
     plots.heatmap(blank, ax=ax_raw, title="weights, unscaled", colorbar=False, annotate=False,
                   xlabel="keys", ylabel="queries")

@@ -112,9 +112,24 @@ def pre_execute(cache_path: Path, workers: int) -> None:
     """Execute the notebooks the cache lacks, `workers` at a time, and cache them.
     A notebook that fails is left out of the cache: jupyter-book then runs it
     itself and reports the failure in the usual way."""
+    import hashlib
+    import json
+    # Fast path: the code of every notebook is as when it was last cached here.
+    # (The stamp lives inside the cache, so emptying the cache drops it too.)
+    # Otherwise ask jupyter-cache, whose import and notebook validation cost
+    # about a second.
+    stamp = cache_path / "code-hashes.json"
+    hashes = {}
+    for path in toc_notebooks():
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        code = [c["source"] for c in nb["cells"] if c["cell_type"] == "code"]
+        kernel = nb.get("metadata", {}).get("kernelspec", {}).get("name")
+        hashes[str(path.relative_to(ROOT))] = hashlib.sha256(
+            json.dumps([kernel, code]).encode()).hexdigest()
+    if stamp.exists() and json.loads(stamp.read_text()) == hashes:
+        return
     import nbformat
     from jupyter_cache import get_cache
-    from jupyter_cache.base import CacheBundleIn
     cache = get_cache(str(cache_path))
     todo = []
     for path in toc_notebooks():
@@ -122,8 +137,24 @@ def pre_execute(cache_path: Path, workers: int) -> None:
             cache.match_cache_notebook(nbformat.read(path, as_version=4))
         except KeyError:
             todo.append(path)
-    if not todo:
-        return
+    if todo:
+        _execute_into(cache, todo, workers)
+    failed = [p for p in todo if not _cached(cache, p)]
+    stamp.write_text(json.dumps({k: v for k, v in hashes.items()
+                                 if ROOT / k not in failed}, indent=1))
+
+
+def _cached(cache, path: Path) -> bool:
+    import nbformat
+    try:
+        cache.match_cache_notebook(nbformat.read(path, as_version=4))
+        return True
+    except KeyError:
+        return False
+
+
+def _execute_into(cache, todo: list[Path], workers: int) -> None:
+    from jupyter_cache.base import CacheBundleIn
     todo.sort(key=lambda p: -p.stat().st_size)      # longest (roughly) first
     log(f"executing {len(todo)} notebook(s), up to {workers} at a time")
     start = time.perf_counter()
