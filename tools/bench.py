@@ -180,9 +180,19 @@ def timed(fn, n=50):
     return statistics.median(times), float(np.percentile(times, 95))
 
 
-def median_ms(fn, *args, n=20) -> float:
-    fn(*args)                      # warm up (thread pools, first-call allocations)
-    return timed(lambda _: fn(*args), n)[0]
+def side_by_side_ms(f, f_args, g, g_args, rounds=4, n=10) -> tuple[float, float]:
+    """Median ms per call of f and of g over `rounds` alternating blocks of n
+    calls each (after one warm-up block each), so that drift in the machine's
+    speed affects both alike while each block runs warm."""
+    tf, tg = [], []
+    for r in range(rounds + 1):
+        for fn, args, out in ((f, f_args, tf), (g, g_args, tg)):
+            for _ in range(n):
+                t = time.perf_counter()
+                fn(*args)
+                if r:                          # round 0 is the warm-up
+                    out.append((time.perf_counter() - t) * 1000)
+    return statistics.median(tf), statistics.median(tg)
 
 
 def bench_explorers() -> None:
@@ -227,13 +237,15 @@ def bench_attention_vs_torch() -> None:
 
     from attnbook import scaled_dot_product_attention
     print("\nscaled_dot_product_attention, n_q = n_k = 1024, d_k = d_v = 64 "
-          f"(median of 20; torch on {torch.get_num_threads()} threads):", flush=True)
+          f"(median of 40 calls in alternating blocks of 10; torch on {torch.get_num_threads()} threads):",
+          flush=True)
     rng = np.random.default_rng(0)
     for dtype, tdtype in ((np.float64, torch.float64), (np.float32, torch.float32)):
         Q, K, V = (rng.normal(size=(1024, 64)).astype(dtype) for _ in range(3))
         Qt, Kt, Vt = (torch.from_numpy(a) for a in (Q, K, V))
-        ours = median_ms(scaled_dot_product_attention, Q, K, V)
-        theirs = median_ms(torch.nn.functional.scaled_dot_product_attention, Qt, Kt, Vt)
+        ours, theirs = side_by_side_ms(scaled_dot_product_attention, (Q, K, V),
+                                       torch.nn.functional.scaled_dot_product_attention,
+                                       (Qt, Kt, Vt))
         assert Qt.dtype == tdtype
         row(f"attnbook attention, {np.dtype(dtype).name} input", ours, "ms",
             reference=f"torch {theirs:.2f} ms; attnbook computes in float64",
