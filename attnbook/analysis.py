@@ -33,12 +33,12 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
     """For q, K with N(mean, 1) entries, per d_k: score spread and softmax saturation.
 
     Returns arrays over d_ks for "raw" (q·k) and "scaled" (q·k/√d_k) scores:
-    std_*: standard deviation of the scores; var_*: their variance;
+    std_*: standard deviation of the scores;
     max_*: mean largest weight per query; ent_*: mean entropy of the weights;
     grad_*: mean Frobenius norm of the softmax Jacobian (how much the weights
     still respond to their inputs); and "scores": the raw scores per d_k.
     """
-    keys = ("std", "var", "max", "ent", "grad")
+    keys = ("std", "max", "ent", "grad")
     stats = {f"{k}_{t}": [] for k in keys for t in ("raw", "scaled")}
     stats["scores"] = []
     for d_k in d_ks:
@@ -48,7 +48,6 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
         for tag, s in (("raw", raw), ("scaled", raw / np.sqrt(d_k))):
             w = _softmax(s, axis=1)                            # (n_q, n_k)
             stats[f"std_{tag}"].append(s.std())
-            stats[f"var_{tag}"].append(s.var())
             stats[f"max_{tag}"].append(w.max(axis=1).mean())
             stats[f"ent_{tag}"].append(entropy(w).mean())
             stats[f"grad_{tag}"].append(np.linalg.norm(softmax_jacobian(w), axis=(1, 2)).mean())

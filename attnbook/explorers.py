@@ -345,10 +345,11 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
     from matplotlib.patches import Rectangle
     box = ax_w.add_patch(Rectangle((-0.5, -0.5), n_k, 1, fill=False, ec="#d95f02", lw=3))
     lo, hi = min(out.min(), 0), max(out.max(), 0)
+    span = hi - lo + 1e-9
     bars = ax_o.barh(range(d_v), np.zeros(d_v), color="#d95f02")
     ax_o.set_yticks(range(d_v), labels=value_labels or [f"dim {c}" for c in range(d_v)])
     ax_o.invert_yaxis()
-    ax_o.set_xlim(lo - 0.1 * (hi - lo + 1e-9), hi + 0.25 * (hi - lo + 1e-9))
+    ax_o.set_xlim(lo - 0.1 * span, hi + 0.25 * span)
     ax_o.set_xlabel("output value")
     texts = [ax_o.text(0, c, "", va="center", fontsize=9) for c in range(d_v)]
     title = ax_o.set_title("")
@@ -357,7 +358,7 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
         box.set_y(i - 0.5)
         for c, (bar, text) in enumerate(zip(bars, texts, strict=True)):
             bar.set_width(out[i, c])
-            text.set_x(max(out[i, c], 0) + 0.02 * (hi - lo + 1e-9))
+            text.set_x(max(out[i, c], 0) + 0.02 * span)
             text.set_text(f"{out[i, c]:.2f}")
         title.set_text(f"output for {q_names[i]!r}")
 

@@ -174,7 +174,7 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
         if np.shape(v) != (2,):
             raise ValueError(f"word_scatter draws 2-d vectors; {word!r} has shape {np.shape(v)}")
     if ax is None:
-        fig, ax = new_figure(5.2, 4.6)
+        _, ax = new_figure(5.2, 4.6)
     fig = ax.figure
     groups = groups or {"words": tuple(vectors)}
     for k, (name, words) in enumerate(groups.items()):

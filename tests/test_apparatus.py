@@ -19,6 +19,10 @@ from conftest import ROOT, chapter_notebooks, toc_files
 from terms import (chapter_cells, chinese_table, first_uses, glossary_entries, pinyin_key,
                    term_pattern)
 
+sys.path.insert(0, str(ROOT / "tools"))
+from build_book import book_config  # noqa: E402
+from sphinx_docstrings import to_rst  # noqa: E402
+
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "analysis", "multihead", "nn", "plots",
                "explorers", "examples", "bugs", "book"]
@@ -162,10 +166,8 @@ def test_every_bibliography_entry_is_cited_somewhere_and_every_citation_exists()
 def _mini_book(tmp_path: Path, page: str) -> subprocess.CompletedProcess:
     """Build a one-page book with the project's own _config.yml (static paths
     dropped, local extensions made absolute) and the strict flags."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config = book_config()
     config["sphinx"]["config"]["html_static_path"] = []
-    config["sphinx"]["local_extensions"] = {
-        k: str(ROOT / v) for k, v in config["sphinx"]["local_extensions"].items()}
     tmp_path.mkdir()
     (tmp_path / "_config.yml").write_text(yaml.safe_dump(config))
     (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: index\n")
@@ -228,8 +230,6 @@ def test_every_public_function_appears_in_the_built_api_reference_with_its_docst
 
 
 def test_docstring_contract_becomes_parameter_fields():
-    sys.path.insert(0, str(ROOT / "tools"))
-    from sphinx_docstrings import to_rst
     doc = ("Attend.\n\nQ: (n_q, d_k)   K, V: (n_k, d_k); mask: True = may attend\n"
            "scale: a number that\n   goes on\nreturns output (n_q, d_v) and\nweights (n_q, n_k)\n"
            "A note with 2 * 3 and word_.")

@@ -119,7 +119,7 @@ def test_single_query_accepts_a_mask_over_keys():
     assert w[1] == 0
 
 
-def test_multi_head_attention_single_head_with_copied_weights_agrees():
+def test_self_attention_agrees_with_torch_one_head_multihead_attention():
     rng = np.random.default_rng(5)
     n, d_model = 4, 6
     X, W_q, W_k, W_v = rand(rng, n, d_model), *(rand(rng, d_model, d_model) for _ in range(3))

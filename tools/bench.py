@@ -27,12 +27,14 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from build_book import book_config, execute_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 sys.path.insert(0, str(ROOT / "tests"))   # reuse the test suite's explorer factory
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 PROSE_EDIT = ROOT / "chapters" / "02_soft_lookup.ipynb"
+EXECUTED = BUILD / "bench_executed"    # the notebooks bench_execution ran, with outputs
 
 ROWS: list[dict] = []
 
@@ -94,22 +96,19 @@ def sphinx_only() -> float:
     """The same strict build with execution off, over the notebooks
     bench_execution ran (outputs included), in a scratch copy of the book:
     Sphinx's own time."""
-    executed = EXECUTED
     with tempfile.TemporaryDirectory() as tmp:
         book = Path(tmp)
         for name in ["_toc.yml", "references.bib", *[p.name for p in ROOT.glob("*.md")]]:
             shutil.copy(ROOT / name, book / name)
         (book / "README.md").unlink(missing_ok=True)
-        for d in ("_assets", "_vendor"):
+        for d in ("_assets", "_vendor", "_templates"):
             if (ROOT / d).exists():
                 (book / d).symlink_to(ROOT / d)
         (book / "chapters").mkdir()
         for nb in CHAPTERS:
-            shutil.copy(executed / nb.name, book / "chapters" / nb.name)
-        config = yaml.safe_load((ROOT / "_config.yml").read_text())
+            shutil.copy(EXECUTED / nb.name, book / "chapters" / nb.name)
+        config = book_config()
         config["execute"]["execute_notebooks"] = "off"
-        config["sphinx"]["local_extensions"] = {
-            k: str(ROOT / v) for k, v in config["sphinx"]["local_extensions"].items()}
         (book / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
         jb = Path(sys.executable).with_name("jupyter-book")
         start = time.perf_counter()
@@ -123,27 +122,21 @@ def sphinx_only() -> float:
 
 # --- executing ------------------------------------------------------------
 
-EXECUTED = BUILD / "bench_executed"    # the notebooks bench_execution ran, with outputs
-
-
 def execute(path: str) -> tuple[str, float]:
-    """Execute one chapter in a fresh kernel and save it under EXECUTED; its
+    """Execute one chapter as the build does and save it under EXECUTED; its
     kernel's stderr (a warning about TCP transport) goes to /dev/null."""
     import nbformat
-    from nbclient import NotebookClient
-    nb = nbformat.read(path, as_version=4)
     saved = os.dup(2)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 2)
     try:
-        start = time.perf_counter()
-        NotebookClient(nb, timeout=120, kernel_name="python3",
-                       resources={"metadata": {"path": str(Path(path).parent)}}).execute()
-        seconds = time.perf_counter() - start
+        _, nb, seconds, failed = execute_notebook(Path(path))
     finally:
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+    if failed:
+        sys.exit(f"bench: {path} failed to execute; run `make book` to see why")
     EXECUTED.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, EXECUTED / Path(path).name)
     return Path(path).stem, seconds
@@ -236,17 +229,16 @@ def bench_attention_vs_torch() -> None:
     import torch
 
     from attnbook import scaled_dot_product_attention
-    print("\nscaled_dot_product_attention, n_q = n_k = 1024, d_k = d_v = 64 "
-          f"(median of 40 calls in alternating blocks of 10; torch on {torch.get_num_threads()} threads):",
+    print("\nscaled_dot_product_attention, n_q = n_k = 1024, d_k = d_v = 64 (median of 40 "
+          f"calls in alternating blocks of 10; torch on {torch.get_num_threads()} threads):",
           flush=True)
     rng = np.random.default_rng(0)
-    for dtype, tdtype in ((np.float64, torch.float64), (np.float32, torch.float32)):
+    for dtype in (np.float64, np.float32):
         Q, K, V = (rng.normal(size=(1024, 64)).astype(dtype) for _ in range(3))
         Qt, Kt, Vt = (torch.from_numpy(a) for a in (Q, K, V))
         ours, theirs = side_by_side_ms(scaled_dot_product_attention, (Q, K, V),
                                        torch.nn.functional.scaled_dot_product_attention,
                                        (Qt, Kt, Vt))
-        assert Qt.dtype == tdtype
         row(f"attnbook attention, {np.dtype(dtype).name} input", ours, "ms",
             reference=f"torch {theirs:.2f} ms; attnbook computes in float64",
             ratio=ours / theirs)
