@@ -162,6 +162,35 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
     return fig
 
 
+# where a point's label may go, in points from the point: above right first
+_LABEL_SPOTS = [((4, 4), "left", "bottom"), ((4, -4), "left", "top"),
+                ((-4, 4), "right", "bottom"), ((-4, -4), "right", "top")]
+
+
+def _place_labels(ax, vectors: dict) -> None:
+    """Label each point at the first spot where the label stays inside the axes
+    and overlaps no earlier label (above right, below right, above left, below
+    left); if there is none, above right."""
+    ax.autoscale_view()
+    ax.apply_aspect()                 # final limits, so display positions are final
+    frame = ax.get_window_extent()
+    placed = []
+    for word, v in vectors.items():
+        for offset, ha, va in _LABEL_SPOTS:
+            text = ax.annotate(word, v, xytext=offset, textcoords="offset points",
+                               fontsize=9, ha=ha, va=va)
+            box = text.get_window_extent()
+            inside = (frame.x0 <= box.x0 and box.x1 <= frame.x1
+                      and frame.y0 <= box.y0 and box.y1 <= frame.y1)
+            if inside and not any(box.overlaps(other) for other in placed):
+                break
+            text.remove()
+        else:
+            text = ax.annotate(word, v, xytext=(4, 4), textcoords="offset points", fontsize=9)
+            box = text.get_window_extent()
+        placed.append(box)
+
+
 def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from_origin=(),
                  title: str | None = None):
     """2-d word vectors as labelled points, coloured by group.
@@ -181,8 +210,6 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
         pts = np.array([vectors[w] for w in words if w in vectors])
         ax.scatter(pts[:, 0], pts[:, 1], s=36, color=GROUP_COLORS[k % len(GROUP_COLORS)],
                    label=name, zorder=3)
-    for word, v in vectors.items():
-        ax.annotate(word, v, xytext=(4, 4), textcoords="offset points", fontsize=9)
     for word in arrows_from_origin:
         v = vectors[word]
         ax.annotate("", xy=v, xytext=(0, 0),
@@ -190,6 +217,7 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     ax.axvline(0, color="0.8", lw=0.8, zorder=0)
     ax.set_aspect("equal", adjustable="datalim")
+    _place_labels(ax, vectors)
     ax.set_xlabel("dimension 1")
     ax.set_ylabel("dimension 2")
     if len(groups) > 1:

@@ -200,6 +200,15 @@ def test_api_page_documents_every_attnbook_module():
         assert f".. automodule:: attnbook.{name}\n   :members:" in api, name
 
 
+def test_every_documented_module_is_an_attribute_of_the_package():
+    """api.md documents `attnbook.<name>`; a reader who types it must get the module."""
+    code = ("import attnbook, sys; "
+            f"missing = [n for n in {API_MODULES!r} if getattr(attnbook, n).__name__ != "
+            "'attnbook.' + n]; print(missing); sys.exit(bool(missing))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
 def test_every_public_function_and_class_has_a_docstring():
     missing = [q for q, obj in _public_callables() if not (inspect.getdoc(obj) or "").strip()]
     assert not missing, f"no docstring: {missing}"

@@ -66,8 +66,8 @@ def test_ch5_glued_saturation_numbers():
 
 
 def test_ch6_outputs_match_a_loop_over_word_vectors():
-    vec = {"fruit": (1.0, 0.5), "vegetable": (-1.0, 0.6), "furniture": (0.1, -1.0),
-           "apple": (2.2, 1.2), "banana": (1.4, 2.0), "carrot": (-1.8, 1.6),
+    vec = {"fruit": (1.0, 0.5), "vegetable": (-0.5, 1.0), "furniture": (-0.1, -1.8),
+           "apple": (2.2, 1.2), "banana": (1.4, 2.0), "carrot": (-0.7, 1.8),
            "chair": (0.3, -2.0)}
     values = {"apple": 10.0, "banana": 5.0, "carrot": 4.0, "chair": 2.0}
     for q in ("fruit", "vegetable", "furniture"):
