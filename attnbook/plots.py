@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ._checks import as_real, require_ndim
 
@@ -30,6 +31,8 @@ GROUP_COLORS = ("#E69F00", "#009E73", "#0072B2", "#CC79A7", "#D55E00", "#56B4E9"
 CMAP = "cividis"
 #: Matrices with at most this many cells get their values written in.
 ANNOTATE_MAX_CELLS = 144
+#: Unlabelled axes with more rows or columns than this get a few index ticks.
+MAX_INDEX_TICKS = 12
 
 
 DPI = 110
@@ -98,8 +101,13 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     if hi <= lo:
         hi = lo + 1.0
     image = ax.imshow(w, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
-    ax.set_xticks(range(n_k), labels=col_labels if col_labels is not None else range(n_k))
-    ax.set_yticks(range(n_q), labels=row_labels if row_labels is not None else range(n_q))
+    for axis, labels, n in ((ax.xaxis, col_labels, n_k), (ax.yaxis, row_labels, n_q)):
+        if labels is not None:
+            axis.set_ticks(range(n), labels=labels)
+        elif n <= MAX_INDEX_TICKS:
+            axis.set_ticks(range(n))
+        else:                                          # a few integer indices, not one per row
+            axis.set_major_locator(MaxNLocator(nbins=MAX_INDEX_TICKS, integer=True))
     longest = max((len(str(c)) for c in col_labels), default=0) if col_labels is not None else 0
     if longest > 8 or (n_k > 6 and longest > 3):        # rotate only when labels would collide
         ax.tick_params(axis="x", labelrotation=45)
