@@ -58,6 +58,13 @@ def test_ch3_analogy_lands_on_queen():
     assert glued("03_word_vectors")["analogy_best"].strip("'") == best == "queen"
 
 
+def test_ch2_exercise_answers():
+    weights = (-0.5, 1.5, 0.0)
+    assert sum(w * v for w, v in zip(weights, (10, 5, 2), strict=True)) == pytest.approx(2.5)
+    out = sum(w * v for w, v in zip(weights, (10, 20, 2), strict=True))
+    assert out == pytest.approx(25) and out > max(10, 20, 2)   # more than any stored value
+
+
 def test_ch3_exercise_answers():
     assert dot(VEC["vegetable"], VEC["carrot"]) == pytest.approx(2.15)
     assert dot(VEC["vegetable"], VEC["chair"]) == pytest.approx(-2.15)

@@ -1,0 +1,230 @@
+"""The page says what the code does: one test for each kind of defect that
+once made a page disagree with its own source or output.
+
+- a section that vanished (a heading swallowed by a code cell or a fence);
+- a fence left open, so the rest of a cell renders as a code block;
+- visible code that needs a name only a hidden cell defines
+  (tests/nbrun.py runs removed cells in a namespace of their own, and the
+  notebook tests execute every chapter that way; here, removed cells are
+  checked to do nothing but glue);
+- a figure whose alt text is its file path;
+- a claim of comparison in the prose that no computation backs.
+"""
+from __future__ import annotations
+
+import ast
+import re
+
+import nbformat
+import pytest
+
+from conftest import ROOT, chapter_notebooks
+from nbrun import is_removed, run
+
+CHAPTERS = chapter_notebooks()
+FENCE = re.compile(r"^ {0,3}(`{3,}|:{3,}|~{3,})(.*)$")
+
+
+def markdown_cells(path):
+    nb = nbformat.read(path, as_version=4)
+    return [c for c in nb.cells if c.cell_type == "markdown"]
+
+
+def open_fences(text: str) -> list[str]:
+    """The fences still open at the end of `text`. CommonMark: a fence closes
+    on a line of the same character, at least as long, with nothing after it.
+    A MyST directive (```{name}, :::{name}) is parsed inside, so fences nest in
+    it; a code block (```python) is literal text up to its closing fence."""
+    stack: list[tuple[str, bool]] = []          # (marker, is a literal code block)
+    for line in text.splitlines():
+        m = FENCE.match(line)
+        if not m:
+            continue
+        marker, rest = m.groups()
+        if stack and marker[0] == stack[-1][0][0] and len(marker) >= len(stack[-1][0]) \
+                and not rest.strip():
+            stack.pop()
+        elif not (stack and stack[-1][1]):
+            stack.append((marker, not rest.strip().startswith("{")))
+    return [marker for marker, _ in stack]
+
+
+def source_headings(path) -> list[tuple[int, str]]:
+    """(level, text) of every markdown heading outside fenced blocks."""
+    out = []
+    for cell in markdown_cells(path):
+        lines = cell.source.splitlines()
+        for i, line in enumerate(lines):
+            h = re.match(r"^(#{1,6})\s+(.*)$", line)
+            if h and not open_fences("\n".join(lines[:i])):
+                out.append((len(h.group(1)), h.group(2)))
+    return out
+
+
+def normalise(text: str) -> str:
+    text = re.sub(r"\\\(|\\\)|[$*`]", "", text)
+    return " ".join(text.replace("#", "").split())
+
+
+# --- sources ---------------------------------------------------------------
+
+def test_fence_checker_finds_the_kind_of_slip_chapter_1_had():
+    slip = "````{solution} x\n```python\ncode\n```\nprose\n```\n\n## Next\n"
+    assert open_fences(slip)[0] == "````"        # the solution never closes
+    fixed = slip.replace("prose\n```\n", "prose\n````\n")
+    assert open_fences(fixed) == []
+    assert open_fences(":::{note}\ntext\n:::\n```{exercise}\n:label: a\n```\n") == []
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_fence_in_a_chapter_is_closed(path):
+    for cell in markdown_cells(path):
+        left = open_fences(cell.source)
+        assert not left, f"{path.name}, cell {cell.get('id')}: fence {left} never closed"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_no_code_cell_carries_markdown_as_comments(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        heading = re.search(r"^#\s*#{1,6}\s+\S.*$", cell.source, re.M)
+        assert not heading, (f"{path.name}, cell {cell.get('id')}: a markdown heading as a "
+                             f"comment: {heading.group(0)!r}")
+
+
+def glue_only(statements) -> bool:
+    for s in statements:
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call) \
+                and getattr(s.value.func, "id", None) == "glue":
+            continue
+        if isinstance(s, ast.For) and not s.orelse and glue_only(s.body):
+            continue
+        return False
+    return True
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_removed_cells_only_glue_numbers(path):
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if is_removed(cell):
+            assert glue_only(ast.parse(cell.source).body), (
+                f"{path.name}, cell {cell.get('id')} is hidden from the reader but does "
+                f"more than glue; move the computation to a visible cell:\n{cell.source}")
+
+
+def test_a_visible_cell_using_a_name_from_a_removed_cell_fails(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    hidden = nbformat.v4.new_code_cell("secret = 42")
+    hidden.metadata["tags"] = ["remove-cell"]
+    nb.cells = [hidden, nbformat.v4.new_code_cell("secret + 1")]
+    with pytest.raises(Exception, match="NameError"):
+        run(nb, "scratch.ipynb", tmp_path)
+
+
+# --- claims -----------------------------------------------------------------
+
+COMPARISON = re.compile(
+    r"\b(closer|nearer|farther|faster|slower|more than|less than|larger than|smaller than|"
+    r"bigger than|higher than|lower than|better than|worse than|most (of the )?weight|"
+    r"dominat\w*|orders? of magnitude|times (faster|slower|larger|smaller))\b", re.I)
+
+#: Paragraphs with a comparison but no glued number: where each is checked.
+#: Key: (chapter, a phrase of the paragraph); value: the test that asserts it,
+#: or "not data: ..." for a comparison that rests on no measurement.
+CHECKED_ELSEWHERE = {
+    ("02_soft_lookup", "more than any stored value"): "test_part1.py::test_ch2_exercise_answers",
+    ("03_word_vectors", "more than apple's 2.8"): "test_part1.py::test_ch3_exercise_answers",
+    ("04_softmax_attention", "larger than the largest float64"):
+        "not data: a property of float64, printed by the cell above it",
+    ("04_softmax_attention", "matters more than it looks"): "not data: a turn of phrase",
+    ("04_softmax_attention", "should get most of the weight"):
+        "test_part1.py::test_ch4_exercise_answers",
+    ("06_many_queries", "with most weight on English"): "not data: asks the reader to choose",
+    ("09_scoring_and_masks", "rows sum to less than 1"): "test_part3.py::test_every_bug_in_the_gallery_reproduces_its_symptom",
+}
+
+
+def comparison_paragraphs():
+    for path in CHAPTERS:
+        for cell in markdown_cells(path):
+            for para in re.split(r"\n\s*\n", cell.source):
+                if COMPARISON.search(para) and "{glue" not in para:
+                    yield path.stem, " ".join(para.split())
+
+
+def test_every_comparison_in_the_prose_is_glued_or_checked_by_a_named_test():
+    unchecked = []
+    used = set()
+    for chapter, para in comparison_paragraphs():
+        keys = [k for k in CHECKED_ELSEWHERE if k[0] == chapter and k[1] in para]
+        if not keys:
+            unchecked.append(f"{chapter}: {para[:160]}")
+        used.update(keys)
+    assert not unchecked, ("comparisons with no glued number and no test named in "
+                           "CHECKED_ELSEWHERE:\n" + "\n".join(unchecked))
+    assert not set(CHECKED_ELSEWHERE) - used, \
+        f"stale entries: {set(CHECKED_ELSEWHERE) - used}"
+    for where in CHECKED_ELSEWHERE.values():
+        if where.startswith("not data"):
+            continue
+        file, test = where.split("::")
+        assert f"def {test}(" in (ROOT / "tests" / file).read_text(), f"no test {where}"
+
+
+# --- the built pages -------------------------------------------------------
+
+def soup(built_book, stem):
+    from bs4 import BeautifulSoup
+    return BeautifulSoup((built_book / "chapters" / f"{stem}.html").read_text(encoding="utf-8"),
+                         "html.parser")
+
+
+@pytest.mark.book
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_source_heading_is_a_heading_of_the_page_and_in_its_contents(built_book, path):
+    page = soup(built_book, path.stem)
+    article = page.select_one("article.bd-article")
+    built = [normalise(h.get_text()) for h in article.find_all(re.compile(r"^h[1-6]$"))]
+    contents = [normalise(a.get_text()) for a in page.select("#jb-print-toc nav a")]
+    for level, text in source_headings(path):
+        assert normalise(text) in built, f"{path.name}: heading {text!r} is not on the page"
+        if level in (2, 3):
+            assert normalise(text) in contents, f"{path.name}: {text!r} not in the contents"
+
+
+@pytest.mark.book
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+def test_no_built_page_shows_a_stray_fence(built_book):
+    from bs4 import BeautifulSoup
+    for path in CHAPTERS:
+        article = soup(built_book, path.stem).select_one("article.bd-article")
+        for pre in article.find_all("pre"):
+            stray = [ln for ln in pre.get_text().splitlines()
+                     if re.match(r"^\s*(`{3,}|:{3,})", ln) or re.match(r"^#{1,6} \w", ln)]
+            assert not stray, f"{path.name}: markdown shown as code: {stray}"
+        text = BeautifulSoup(str(article), "html.parser")
+        for pre in text.find_all("pre"):
+            pre.decompose()
+        assert "```" not in text.get_text(), f"{path.name}: a fence is shown as text"
+
+
+@pytest.mark.book
+@pytest.mark.slow
+@pytest.mark.xdist_group("book")
+def test_every_image_has_alt_text_that_describes_it(built_book):
+    from bs4 import BeautifulSoup
+    bad = []
+    for page in sorted(built_book.rglob("*.html")):
+        if page.relative_to(built_book).parts[0].startswith("_"):
+            continue
+        for img in BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").find_all("img"):
+            alt = (img.get("alt") or "").strip()
+            if len(alt) < 15 or re.search(r"[\\/]|\.(png|jpe?g|svg|gif)\b", alt):
+                bad.append(f"{page.relative_to(built_book)}: {img.get('src', '')[:60]} alt={alt!r}")
+    assert not bad, "images without a real description:\n" + "\n".join(bad[:40])
