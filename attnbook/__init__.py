@@ -9,8 +9,14 @@ from __future__ import annotations
 
 import importlib
 
-from .core import (SelfAttention, causal_mask, masked_softmax,
-                   scaled_dot_product_attention, self_attention, softmax)
+from .core import (
+    SelfAttention,
+    causal_mask,
+    masked_softmax,
+    scaled_dot_product_attention,
+    self_attention,
+    softmax,
+)
 from .kernel import gaussian_scores, nadaraya_watson, toy_function, toy_regression_data
 from .scoring import additive_scores
 

@@ -17,8 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import (as_mask, as_real, axis_index, positive_number,
-                      require_finite, require_ndim)
+from ._checks import as_mask, as_real, axis_index, positive_number, require_finite, require_ndim
 
 __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "self_attention", "causal_mask", "SelfAttention"]

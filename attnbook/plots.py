@@ -177,20 +177,25 @@ _LABEL_SPOTS = [((4, 4), "left", "bottom"), ((4, -4), "left", "top"),
 
 def _place_labels(ax, vectors: dict) -> None:
     """Label each point at the first spot where the label stays inside the axes
-    and overlaps no earlier label (above right, below right, above left, below
-    left); if there is none, above right."""
-    ax.autoscale_view()
-    ax.apply_aspect()                 # final limits, so display positions are final
+    and covers no earlier label and no other point (above right, below right,
+    above left, below left); if there is none, above right."""
+    ax.margins(x=0.12, y=0.15)        # room for labels at the edges
+    ax.figure.draw_without_rendering()  # run the layout: final axes box and limits
     frame = ax.get_window_extent()
+    points = {word: ax.transData.transform(v) for word, v in vectors.items()}
     placed = []
     for word, v in vectors.items():
+        others = [p for w, p in points.items() if w != word]
         for offset, ha, va in _LABEL_SPOTS:
             text = ax.annotate(word, v, xytext=offset, textcoords="offset points",
-                               fontsize=9, ha=ha, va=va)
+                               fontsize=9, ha=ha, va=va, annotation_clip=False)
+            text.set_in_layout(False)       # labels must not move the axes they were fitted to
             box = text.get_window_extent()
             inside = (frame.x0 <= box.x0 and box.x1 <= frame.x1
                       and frame.y0 <= box.y0 and box.y1 <= frame.y1)
-            if inside and not any(box.overlaps(other) for other in placed):
+            covers = any(box.x0 - 5 <= x <= box.x1 + 5 and box.y0 - 5 <= y <= box.y1 + 5
+                         for x, y in others)
+            if inside and not covers and not any(box.overlaps(b) for b in placed):
                 break
             text.remove()
         else:

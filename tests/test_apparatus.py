@@ -14,10 +14,15 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-
 from conftest import ROOT, chapter_notebooks, toc_files
-from terms import (chapter_cells, chinese_table, first_uses, glossary_entries, pinyin_key,
-                   term_pattern)
+from terms import (
+    chapter_cells,
+    chinese_table,
+    first_uses,
+    glossary_entries,
+    pinyin_key,
+    term_pattern,
+)
 
 sys.path.insert(0, str(ROOT / "tools"))
 from build_book import book_config  # noqa: E402

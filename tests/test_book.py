@@ -11,7 +11,6 @@ import re
 from urllib.parse import urlparse
 
 import pytest
-
 from conftest import ROOT, toc_files
 
 pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]

@@ -11,8 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnbook
-from attnbook import (additive_scores, gaussian_scores, masked_softmax, nadaraya_watson,
-                      scaled_dot_product_attention, softmax, toy_function, toy_regression_data)
+from attnbook import (
+    additive_scores,
+    gaussian_scores,
+    masked_softmax,
+    nadaraya_watson,
+    scaled_dot_product_attention,
+    softmax,
+    toy_function,
+    toy_regression_data,
+)
 from attnbook.nn import AdditiveAttention, DotProductAttention, NWKernelRegression
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from nbrun import glued, glued_float
 
 pytestmark = pytest.mark.slow

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from nbrun import glued, glued_float
 
 from attnbook.analysis import dk_statistics, score_variance, softmax_jacobian
-from nbrun import glued, glued_float
 
 pytestmark = pytest.mark.slow
 CH5, CH6 = "05_scaling", "06_many_queries"

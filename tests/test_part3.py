@@ -7,11 +7,11 @@ import math
 import numpy as np
 import pytest
 import torch
+from nbrun import glued_float
 
 from attnbook import causal_mask, masked_softmax, nadaraya_watson, toy_regression_data
 from attnbook.bugs import BUGS
 from attnbook.nn import NWKernelRegression
-from nbrun import glued_float
 
 pytestmark = pytest.mark.slow
 CH7, CH8, CH9, CH10 = ("07_self_attention", "08_kernel_regression", "09_scoring_and_masks",

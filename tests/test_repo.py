@@ -7,7 +7,6 @@ import sys
 
 import nbformat
 import pytest
-
 from conftest import ROOT, chapter_notebooks, toc_files
 
 

@@ -17,7 +17,6 @@ import re
 
 import nbformat
 import pytest
-
 from conftest import ROOT, chapter_notebooks
 from nbrun import is_removed, run
 
