@@ -17,7 +17,7 @@ import re
 
 import nbformat
 import pytest
-from conftest import ROOT, chapter_notebooks
+from conftest import ROOT, chapter_notebooks, toc_files
 from nbrun import is_removed, run
 
 CHAPTERS = chapter_notebooks()
@@ -61,6 +61,9 @@ def source_headings(path) -> list[tuple[int, str]]:
 
 
 def normalise(text: str) -> str:
+    """Heading text as source and page both show it: no math delimiters,
+    emphasis or backticks, and the typographic quotes Sphinx puts in."""
+    text = text.translate(str.maketrans("’‘“”", "''\"\""))
     text = re.sub(r"\\\(|\\\)|[$*`]", "", text)
     return " ".join(text.replace("#", "").split())
 
@@ -142,7 +145,6 @@ CHECKED_ELSEWHERE = {
     ("04_softmax_attention", "should get most of the weight"):
         "test_part1.py::test_ch4_exercise_answers",
     ("06_many_queries", "with most weight on English"): "not data: asks the reader to choose",
-    ("09_scoring_and_masks", "rows sum to less than 1"): "test_part3.py::test_every_bug_in_the_gallery_reproduces_its_symptom",
 }
 
 
@@ -205,7 +207,7 @@ def test_no_built_page_shows_a_stray_fence(built_book):
         article = soup(built_book, path.stem).select_one("article.bd-article")
         for pre in article.find_all("pre"):
             stray = [ln for ln in pre.get_text().splitlines()
-                     if re.match(r"^\s*(`{3,}|:{3,})", ln) or re.match(r"^#{1,6} \w", ln)]
+                     if re.match(r"^\s*(`{3,}|:{3,})", ln) or re.match(r"^#{2,6} \w", ln)]
             assert not stray, f"{path.name}: markdown shown as code: {stray}"
         text = BeautifulSoup(str(article), "html.parser")
         for pre in text.find_all("pre"):
@@ -219,11 +221,12 @@ def test_no_built_page_shows_a_stray_fence(built_book):
 def test_every_image_has_alt_text_that_describes_it(built_book):
     from bs4 import BeautifulSoup
     bad = []
-    for page in sorted(built_book.rglob("*.html")):
-        if page.relative_to(built_book).parts[0].startswith("_"):
-            continue
+    for name in toc_files():
+        page = built_book / f"{name}.html"
         for img in BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").find_all("img"):
-            alt = (img.get("alt") or "").strip()
-            if len(alt) < 15 or re.search(r"[\\/]|\.(png|jpe?g|svg|gif)\b", alt):
-                bad.append(f"{page.relative_to(built_book)}: {img.get('src', '')[:60]} alt={alt!r}")
+            alt, src = (img.get("alt") or "").strip(), img.get("src", "")
+            looks_like_a_path = (alt == src or "_images/" in alt
+                                 or re.search(r"\.(png|jpe?g|svg|gif)$", alt, re.I))
+            if len(alt.split()) < 4 or looks_like_a_path:
+                bad.append(f"{name}: {src[:60]} alt={alt[:80]!r}")
     assert not bad, "images without a real description:\n" + "\n".join(bad[:40])
