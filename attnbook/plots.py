@@ -175,17 +175,23 @@ _LABEL_SPOTS = [((4, 4), "left", "bottom"), ((4, -4), "left", "top"),
                 ((-4, 4), "right", "bottom"), ((-4, -4), "right", "top")]
 
 
-def _place_labels(ax, vectors: dict) -> None:
+def _place_labels(ax, vectors: dict, arrows=()) -> None:
     """Label each point at the first spot where the label stays inside the axes
-    and covers no earlier label and no other point (above right, below right,
-    above left, below left); if there is none, above right."""
+    and covers no earlier label, no other point and no arrow from the origin
+    (above right, below right, above left, below left); if there is none,
+    above right."""
     ax.margins(x=0.12, y=0.15)        # room for labels at the edges
     ax.figure.draw_without_rendering()  # run the layout: final axes box and limits
     frame = ax.get_window_extent()
     points = {word: ax.transData.transform(v) for word, v in vectors.items()}
+    along = np.linspace(0.0, 1.0, 40)[:, None]
+    arrow_points = np.concatenate([ax.transData.transform(along * np.asarray(vectors[w]))
+                                   for w in arrows]) if len(arrows) else np.empty((0, 2))
     placed = []
     for word, v in vectors.items():
+        own = points[word]
         others = [p for w, p in points.items() if w != word]
+        others += [p for p in arrow_points if np.hypot(*(p - own)) > 8]
         for offset, ha, va in _LABEL_SPOTS:
             text = ax.annotate(word, v, xytext=offset, textcoords="offset points",
                                fontsize=9, ha=ha, va=va, annotation_clip=False)
@@ -230,7 +236,7 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     ax.axvline(0, color="0.8", lw=0.8, zorder=0)
     ax.set_aspect("equal", adjustable="datalim")
-    _place_labels(ax, vectors)
+    _place_labels(ax, vectors, arrows_from_origin)
     ax.set_xlabel("dimension 1")
     ax.set_ylabel("dimension 2")
     if len(groups) > 1:
