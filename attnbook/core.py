@@ -167,7 +167,8 @@ def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
     if W_q.shape[1] != W_k.shape[1]:
         raise ValueError(f"W_q and W_k must give queries and keys of the same "
                          f"width d_k; got W_q {W_q.shape} and W_k {W_k.shape}")
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v          # (..., n, d_k), (..., n, d_k), (..., n, d_v)
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is named below
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v      # (..., n, d_k), (..., n, d_k), (..., n, d_v)
     scores, weights, output = _attend(Q, K, V, mask, scale,
                                       names=("X @ W_q", "X @ W_k", "X @ W_v"))
     return SelfAttention(Q, K, V, scores, weights, output)
