@@ -290,6 +290,9 @@ class NWKernelRegression(nn.Module):
         if not math.isfinite(w):
             raise ValueError(f"w must be a finite number, got {w}")
         self.w = nn.Parameter(torch.tensor(float(w)))
+        if not torch.isfinite(self.w).all():
+            raise ValueError(f"w = {w:g} does not fit the module's {self.w.dtype} "
+                             f"parameter; w must be a finite number")
 
     def forward(self, x_query, x_keys, y_values):
         x_query = _tensor(x_query, "x_query", 1, "(n_q,)")
