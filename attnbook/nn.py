@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._checks import require_finite
+
 __all__ = ["masked_softmax", "DotProductAttention", "AdditiveAttention", "NWKernelRegression"]
 
 
@@ -37,14 +39,9 @@ def _tensor(x, name: str, min_ndim: int, layout: str) -> torch.Tensor:
 
 
 def _require_finite(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> None:
-    bad = torch.isnan(x) | (x == math.inf)
-    if not allow_neg_inf:
-        bad |= x == -math.inf
-    if bad.any():
-        where = tuple(int(i) for i in torch.nonzero(bad)[0])
-        what = "NaN or +inf" if allow_neg_inf else "NaN or inf"
-        raise ValueError(f"{name} must not contain {what}; found {x[where].item()} at index "
-                         f"{where if x.dim() else '()'} of {name} with shape {tuple(x.shape)}")
+    """attnbook._checks.require_finite for a tensor (it converts only on failure)."""
+    if not torch.isfinite(x).all():
+        require_finite(x.detach().cpu().double().numpy(), name, allow_neg_inf)
 
 
 def _same_dtype(reference: torch.Tensor | torch.nn.Parameter, ref_name: str, **tensors) -> None:

@@ -10,6 +10,7 @@ import attnbook as ab
 from attnbook import explorers as ex
 from attnbook import plots
 from attnbook.examples import WORDS
+from badinput import assert_clear_error, ids
 
 x_tr, y_tr, x_te, y_te = ab.toy_regression_data(np.random.default_rng(0), n_train=10, n_test=8)
 rng = np.random.default_rng(0)
@@ -117,14 +118,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("description,call,error,fragments", CASES,
-                         ids=[c[0].replace(" ", "_") for c in CASES])
+@pytest.mark.parametrize("description,call,error,fragments", CASES, ids=ids(CASES))
 def test_bad_input_to_plots_and_explorers_gets_a_clear_error(description, call, error, fragments):
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    missing = [f for f in fragments if f not in message]
-    assert not missing, f"{description}: message {message!r} lacks {missing}"
+    assert_clear_error(description, call, error, fragments)
 
 
 @pytest.mark.parametrize("n,labels", [(12, False), (31, True), (4096, False)])
