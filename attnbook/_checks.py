@@ -106,3 +106,40 @@ def axis_index(axis, ndim: int, name: str = "axis") -> int:
 def _short(a: np.ndarray) -> str:
     text = np.array2string(a.ravel()[:4], threshold=4)
     return text if a.size <= 4 else text[:-1] + " ...]"
+
+
+def positive_int(n, name: str) -> int:
+    """Return `n` as an int if it is an integer >= 1 (bool refused), else raise."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {type(n).__name__} {n!r}")
+    if n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n}")
+    return int(n)
+
+
+def index_into(index, n: int, name: str = "index") -> int:
+    """Return `index` if it is an integer in [0, n - 1], else raise naming `name`."""
+    if isinstance(index, (bool, np.bool_)) or not isinstance(index, numbers.Integral):
+        raise TypeError(f"{name} must be an integer in [0, {n - 1}], got "
+                        f"{type(index).__name__} {index!r}")
+    if not 0 <= index < n:
+        raise ValueError(f"{name} must lie in [0, {n - 1}] (one of the {n} values), "
+                         f"got {index}")
+    return int(index)
+
+
+def require_finite_scores(scores: np.ndarray, allowed: np.ndarray | None, what: str) -> None:
+    """Raise ValueError if a score the mask allows is not finite (it overflowed).
+
+    A masked score is -inf by design; any other NaN or ±inf came from an
+    overflow, and a softmax would silently turn it into a zero row, the answer
+    reserved for a fully masked row. `what` says which inputs made the scores.
+    """
+    bad = ~np.isfinite(scores)
+    if allowed is not None:
+        bad &= allowed
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"the scores overflow float64: score {where} (query row "
+                         f"{where[-2] if len(where) > 1 else 0}, key {where[-1]}) of the "
+                         f"scores with shape {scores.shape} is {scores[where]}; {what}")

@@ -17,7 +17,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_mask, as_real, axis_index, positive_number, require_finite, require_ndim
+from ._checks import (
+    as_mask,
+    as_real,
+    axis_index,
+    positive_number,
+    require_finite,
+    require_finite_scores,
+    require_ndim,
+)
 
 __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "self_attention", "causal_mask", "SelfAttention"]
@@ -131,6 +139,9 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     (..., n_q, n_k). A single query drops the n_q axis and scalar values drop
     the d_v axis, so q (d_k,) with V (n_k,) gives a scalar output.
     A query whose keys are all masked gets zero weights and a zero output.
+    Only the mask makes a weight row zero: scores that overflow float64
+    (inputs near 1e154 and beyond) raise a ValueError naming the query row
+    and key, where a plain softmax would turn them into a zero row.
     """
     _, weights, output = _attend(Q, K, V, mask, scale, names=("Q", "K", "V"))
     return output, weights
@@ -163,7 +174,8 @@ def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
     if W_q.shape[1] != W_k.shape[1]:
         raise ValueError(f"W_q and W_k must give queries and keys of the same "
                          f"width d_k; got W_q {W_q.shape} and W_k {W_k.shape}")
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v          # (..., n, d_k), (..., n, d_k), (..., n, d_v)
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is named below
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v      # (..., n, d_k), (..., n, d_k), (..., n, d_v)
     scores, weights, output = _attend(Q, K, V, mask, scale,
                                       names=("X @ W_q", "X @ W_k", "X @ W_v"))
     return SelfAttention(Q, K, V, scores, weights, output)
@@ -211,11 +223,20 @@ def _attend(Q, K, V, mask, scale, names):
         if one_query:
             allowed = allowed[..., None, :]
 
-    scores = scale * (Q2 @ np.swapaxes(K, -1, -2))          # (..., n_q, n_k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = scale * (Q2 @ np.swapaxes(K, -1, -2))      # (..., n_q, n_k)
+    require_finite_scores(scores, allowed, f"scale * {nq} @ {nk}ᵀ must be finite where the "
+                          f"mask allows a key (scale = {scale:g}); rescale {nq} or {nk}, "
+                          f"or pass a smaller scale")
     if allowed is not None:
         scores = np.where(allowed, scores, -np.inf)
     weights = _softmax(scores, scores.ndim - 1)              # (..., n_q, n_k)
-    output = weights @ V2                                    # (..., n_q, d_v)
+    with np.errstate(over="ignore", invalid="ignore"):
+        output = weights @ V2                                # (..., n_q, d_v)
+    if not np.isfinite(output).all():
+        raise ValueError(f"the output overflows float64: a weighted average of the rows "
+                         f"of {nv} (largest |value| {np.abs(V2).max():g}) is not finite; "
+                         f"rescale {nv}")
     if one_query:                                            # drop n_q
         scores, weights = scores[..., 0, :], weights[..., 0, :]
         output = output[..., 0, :]

@@ -26,7 +26,14 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from . import plots
-from ._checks import as_real, require_ndim
+from ._checks import (
+    as_real,
+    index_into,
+    positive_int,
+    positive_number,
+    require_finite,
+    require_ndim,
+)
 from .analysis import dk_statistics
 from .core import _softmax, scaled_dot_product_attention, softmax
 from .kernel import nadaraya_watson
@@ -83,7 +90,7 @@ class Explorer:
         self.name, self.values, self.labels = name, list(values), list(labels)
         self.figure, self._update = figure, update
         self.description = description or f"Figure for {name}"
-        self.index = index
+        self.index = index = index_into(index, len(self.values))
         self._update(index)
         self.slider = None     # the ipywidgets control, once widget() has built it
         self._image = None
@@ -104,9 +111,7 @@ class Explorer:
     # -- state ---------------------------------------------------------------------------
     def show(self, index: int) -> None:
         """Redraw the figure's artists for values[index] (no new figure)."""
-        if not 0 <= index < len(self.values):
-            raise ValueError(f"index must lie in [0, {len(self.values) - 1}], got {index}")
-        self.index = index
+        self.index = index = index_into(index, len(self.values))
         self._update(index)
 
     @property
@@ -212,8 +217,18 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
     weights of the first n_show queries x keys, unscaled and scaled; the mean
     largest weight and the mean entropy against d_k, with the current d_k marked.
     """
-    d_ks = [int(d) for d in d_ks]
+    d_ks = [positive_int(d, f"d_ks[{i}]") for i, d in enumerate(d_ks)]
+    if not d_ks:
+        raise ValueError("d_ks must hold at least one d_k; got none")
+    index = index_into(index, len(d_ks))
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise TypeError(f"seed must be an integer >= 0, got {type(seed).__name__} {seed!r}")
     n_queries, n_keys = 200, 16
+    if len(n_show) != 2:
+        raise ValueError(f"n_show must be (queries, keys) to show; got {n_show!r}")
+    for name, n, top in (("n_show[0]", n_show[0], n_queries), ("n_show[1]", n_show[1], n_keys)):
+        if positive_int(n, name) > top:
+            raise ValueError(f"{name} must be at most {top}, the number drawn; got {n}")
     stats = dk_statistics(d_ks, np.random.default_rng(seed), n_q=n_queries, n_k=n_keys)
     nq, nk = n_show
     fig, axes = plots.new_figure(10.5, 6.2, nrows=2, ncols=3)
@@ -289,14 +304,24 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
     """
     s = as_real(scores, "scores")
     require_ndim(s, "scores", (1,), "(n_k,)")
+    require_finite(s, "scores", allow_neg_inf=True)
+    if s.shape[0] == 0:
+        raise ValueError("scores must hold at least one key; got shape (0,)")
     if len(labels) != s.shape[0]:
         raise ValueError(f"labels must name each of the {s.shape[0]} keys; got {len(labels)}")
     v = None if values is None else as_real(values, "values")
     if v is not None and v.shape != s.shape:
         raise ValueError(f"values must have shape {s.shape} like scores; got {v.shape}")
-    temps = [float(t) for t in (temperatures if temperatures is not None else
-                                (0.01, 0.03, 0.1, 0.3, 0.5, 1, 2, 3, 10, 30, 100))]
-    index = temps.index(1.0) if index is None and 1.0 in temps else (index or 0)
+    if v is not None:
+        require_finite(v, "values")
+    temps = [positive_number(t, f"temperatures[{i}]") for i, t in enumerate(
+        temperatures if temperatures is not None else
+        (0.01, 0.03, 0.1, 0.3, 0.5, 1, 2, 3, 10, 30, 100))]
+    if not temps:
+        raise ValueError("temperatures must hold at least one temperature; got none")
+    if index is None:
+        index = temps.index(1.0) if 1.0 in temps else 0
+    index = index_into(index, len(temps))
     fig, ax = plots.new_figure(6.0, 3.4)
     bars = ax.bar(range(len(s)), np.zeros(len(s)), color="#2166ac")
     ax.set_xticks(range(len(s)), labels=labels)
@@ -338,6 +363,10 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
     q_names = list(tokens) if len(tokens) == n_q else [f"q{i}" for i in range(n_q)]
     k_names = list(tokens) if len(tokens) == n_k else [f"k{j}" for j in range(n_k)]
     d_v = out.shape[1]
+    index = index_into(index, n_q)
+    if value_labels is not None and len(value_labels) != d_v:
+        raise ValueError(f"value_labels must name each of the d_v = {d_v} columns of V; "
+                         f"got {len(value_labels)}")
     fig, (ax_w, ax_o) = plots.new_figure(8.5, 1.6 + 0.45 * n_q, ncols=2,
                                          gridspec_kw={"width_ratios": [n_k + 1.5, d_v + 1.5]})
     plots.heatmap(w, ax=ax_w, row_labels=q_names, col_labels=k_names, title="weights",
@@ -378,14 +407,35 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
     """
     x_train, y_train = as_real(x_train, "x_train"), as_real(y_train, "y_train")
     x_test = as_real(x_test, "x_test")
+    require_ndim(x_train, "x_train", (1,), "(n_train,)")
+    require_ndim(x_test, "x_test", (1,), "(n_test,)")
+    if y_train.shape != x_train.shape:
+        raise ValueError(f"y_train must have one target per training input, shape "
+                         f"{x_train.shape} like x_train; got shape {y_train.shape}")
+    if y_test is not None:
+        y_test = as_real(y_test, "y_test")
+        if y_test.shape != x_test.shape:
+            raise ValueError(f"y_test must have one value per test input, shape "
+                             f"{x_test.shape} like x_test; got shape {y_test.shape}")
+        require_finite(y_test, "y_test")
+    for name, a in (("x_train", x_train), ("y_train", y_train), ("x_test", x_test)):
+        require_finite(a, name)
+    if not x_train.size or not x_test.size:
+        raise ValueError(f"x_train and x_test must not be empty; got shapes {x_train.shape} "
+                         f"and {x_test.shape}")
+    bandwidths = [positive_number(h, f"bandwidths[{i}]") for i, h in enumerate(bandwidths)]
+    if not bandwidths:
+        raise ValueError("bandwidths must hold at least one bandwidth; got none")
     order = np.argsort(x_train)
     x_train, y_train = x_train[order], y_train[order]
     fits = [nadaraya_watson(x_test, x_train, y_train, h) for h in bandwidths]
-    index = list(bandwidths).index(1.0) if index is None and 1.0 in bandwidths else (index or 0)
+    if index is None:
+        index = bandwidths.index(1.0) if 1.0 in bandwidths else 0
+    index = index_into(index, len(bandwidths))
     fig, (ax_fit, ax_w) = plots.new_figure(10.0, 3.8, ncols=2)
     ax_fit.plot(x_train, y_train, "o", color="grey", ms=3, alpha=0.7, label="training data")
     if y_test is not None:
-        ax_fit.plot(x_test, as_real(y_test, "y_test"), "--", color="black", lw=1, label="truth")
+        ax_fit.plot(x_test, y_test, "--", color="black", lw=1, label="truth")
     (line,) = ax_fit.plot(x_test, fits[0][0], color="#d95f02", lw=2, label="prediction")
     ax_fit.set_xlabel("x")
     ax_fit.set_ylabel("y")

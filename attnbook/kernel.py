@@ -7,6 +7,8 @@ attention with those scores.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ._checks import as_real, positive_number, require_finite, require_ndim
@@ -21,10 +23,21 @@ def gaussian_scores(x_query, x_keys, bandwidth: float = 1.0) -> np.ndarray:
     x_query: (n_q,) or a scalar; x_keys: (n_k,) shared by every query, or
     (n_q, n_k) keys per query (leave-one-out training uses this).
     returns scores (n_q, n_k), or (n_k,) for a scalar query.
+    A score too large for float64 (|x - x_i| / bandwidth beyond about 1e154)
+    raises a ValueError; `nadaraya_watson` shifts the scores first and has
+    no such limit.
     """
     xq, xk = _check_inputs(x_query, x_keys, None)
     h = positive_number(bandwidth, "bandwidth")
-    return _squeeze(-(xq[:, None] - xk) ** 2 / (2 * h * h), x_query)
+    with np.errstate(over="ignore"):
+        scores = -2 * (_half_distances(xq, xk) / h) ** 2      # (n_q, n_k)
+    if not np.isfinite(scores).all():
+        i, j = (int(a) for a in np.argwhere(~np.isfinite(scores))[0])
+        raise ValueError(f"bandwidth = {h:g} is too small for these inputs: the score of "
+                         f"x_query[{i}] = {xq[i]:g} and key {j} = {xk[i, j]:g}, "
+                         f"-(x - x_i)² / (2·bandwidth²), overflows float64; use a larger "
+                         f"bandwidth, or nadaraya_watson, which shifts the scores first")
+    return _squeeze(scores, x_query)
 
 
 def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
@@ -35,17 +48,33 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
     returns (y_hat, weights): y_hat (n_q,) and weights (n_q, n_k), each row
     summing to 1 (a scalar query gives a scalar and (n_k,)).
     The result equals softmax attention with `gaussian_scores` as scores. It
-    is computed from distances shifted by the nearest key's, so a tiny
-    bandwidth gives the nearest neighbour (not 0/0) and a huge one the mean.
+    is computed in the log domain from the scores shifted by the nearest
+    key's, (d² - d_min²) / (2·bandwidth²) written as a product that cannot
+    overflow to NaN, so any bandwidth works: a tiny one (even 1e-300) gives
+    the nearest neighbour (the mean of tied nearest keys), a huge one the mean.
     """
     xq, xk = _check_inputs(x_query, x_keys, y_values)
     y = np.broadcast_to(as_real(y_values, "y_values"), xk.shape)
     h = positive_number(bandwidth, "bandwidth")
-    d2 = (xq[:, None] - xk) ** 2                              # (n_q, n_k)
-    d2 = d2 - d2.min(axis=-1, keepdims=True)                  # softmax is shift-invariant
-    weights = _softmax(-d2 / (2 * h * h), axis=1)             # (n_q, n_k)
-    y_hat = np.sum(weights * y, axis=1)                       # (n_q,)
+    a = _half_distances(xq, xk)                               # (n_q, n_k), |x - x_i| / 2
+    a_min = a.min(axis=1, keepdims=True)                      # (n_q, 1), the nearest key
+    with np.errstate(over="ignore", invalid="ignore"):        # too far: +inf, weight 0
+        shift = 2 * ((a - a_min) / h) * ((a + a_min) / h)     # (d² - d_min²) / (2h²) >= 0
+    shift = np.where(a == a_min, 0.0, shift)                  # the nearest keys score 0
+    weights = _softmax(-shift, axis=1)                        # (n_q, n_k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        y_hat = np.sum(weights * y, axis=1)                   # (n_q,)
+    if not np.isfinite(y_hat).all():
+        raise ValueError(f"the prediction overflows float64: a weighted average of "
+                         f"y_values (largest |value| {np.abs(y).max():g}) is not finite; "
+                         f"rescale y_values")
     return _squeeze(y_hat, x_query), _squeeze(weights, x_query)
+
+
+def _half_distances(xq: np.ndarray, xk: np.ndarray) -> np.ndarray:
+    """|x - x_i| / 2 for every query and key, (n_q, n_k); halving first means
+    the difference of two finite floats cannot overflow."""
+    return np.abs(0.5 * xq[:, None] - 0.5 * xk)
 
 
 def _check_inputs(x_query, x_keys, y_values):
@@ -77,6 +106,7 @@ def _squeeze(a: np.ndarray, x_query):
 def toy_function(x) -> np.ndarray:
     """The noiseless curve of the kernel-regression chapter: 2·sin(x) + x^0.8."""
     x = as_real(x, "x")
+    require_finite(x, "x")
     if (x < 0).any():
         raise ValueError("x must be >= 0 (x**0.8 is not real for negative x); "
                          f"got min {x.min()}")
@@ -101,6 +131,9 @@ def toy_regression_data(rng: np.random.Generator, n_train: int = 50,
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"{name} must be a positive integer, got {n!r}")
     x_max = positive_number(x_max, "x_max")
+    if isinstance(noise, (bool, np.bool_)) or not isinstance(noise, numbers.Real):
+        raise TypeError(f"noise must be a real number >= 0, got {type(noise).__name__} "
+                        f"{noise!r}")
     noise = float(noise)
     if not np.isfinite(noise) or noise < 0:
         raise ValueError(f"noise must be a finite number >= 0, got {noise}")

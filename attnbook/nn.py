@@ -3,72 +3,57 @@
 Each forward returns (output, weights) explicitly; nothing is stored on the
 module. Masks follow attnbook.core: boolean, True = may attend; a query with
 no allowed key gets zero weights (torch >= 2.5 SDPA convention).
+Inputs are checked as the numpy functions check theirs, with the same
+wording: floating-point tensors of one dtype, the shapes the docstrings give,
+no NaN or inf, and scores that overflow raise instead of posing as a
+masked row. Masks and valid_lens may be tensors, numpy arrays or lists.
 """
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 from torch import nn
 
+from ._checks_torch import (
+    allowed_keys,
+    check_attention_inputs,
+    check_dot_product_inputs,
+    float_tensor,
+    positive_size,
+    probability,
+    require_finite_scores,
+    require_finite_tensor,
+    require_same_dtype,
+    scores_tensor,
+)
+
 __all__ = ["masked_softmax", "DotProductAttention", "AdditiveAttention", "NWKernelRegression"]
-
-
-def _valid_lens_to_mask(valid_lens: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    """Boolean mask (..., n_q, n_k) from lengths of shape (...) or (..., n_q)."""
-    n_k = shape[-1]
-    if valid_lens.dtype.is_floating_point or valid_lens.dtype == torch.bool:
-        raise TypeError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
-    if tuple(valid_lens.shape) == tuple(shape[:-1]):
-        lens = valid_lens[..., None]
-    elif tuple(valid_lens.shape) == tuple(shape[:-2]):
-        lens = valid_lens[..., None, None]
-    else:
-        raise ValueError(f"valid_lens must have shape {tuple(shape[:-2])} (one per row of "
-                         f"the batch) or {tuple(shape[:-1])} (one per query) for scores of "
-                         f"shape {tuple(shape)}; got shape {tuple(valid_lens.shape)}")
-    if valid_lens.numel() and (valid_lens.min() < 0 or valid_lens.max() > n_k):
-        raise ValueError(f"valid_lens must lie in [0, n_k] = [0, {n_k}]; got values from "
-                         f"{int(valid_lens.min())} to {int(valid_lens.max())}")
-    return torch.arange(n_k, device=valid_lens.device) < lens
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None,
                    valid_lens: torch.Tensor | None = None) -> torch.Tensor:
     """Softmax over the last axis with masked keys at exactly 0.
 
-    scores: (..., n_q, n_k); mask: bool, broadcastable, True = may attend;
+    scores: (..., n_q, n_k) floating tensor; -inf means "weight 0", NaN and
+       +inf are refused.
+    mask: bool, broadcastable without enlarging scores, True = may attend.
     valid_lens: (...) or (..., n_q) integers in [0, n_k].
+       mask and valid_lens may be tensors, numpy arrays or lists.
     A row with no allowed key gets all zeros (never NaN).
     """
-    allowed = torch.ones_like(scores, dtype=torch.bool)
-    if mask is not None:
-        if mask.dtype != torch.bool:
-            raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
-        try:
-            allowed = allowed & mask
-        except RuntimeError:
-            raise ValueError(f"mask must broadcast to the scores' shape {tuple(scores.shape)}; "
-                             f"got shape {tuple(mask.shape)}") from None
-    if valid_lens is not None:
-        allowed = allowed & _valid_lens_to_mask(valid_lens, scores.shape)
+    scores = scores_tensor(scores)
+    return _masked_softmax(scores, allowed_keys(scores, mask, valid_lens))
+
+
+def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
     scores = scores.masked_fill(~allowed, float("-inf"))
     top = scores.amax(dim=-1, keepdim=True)
     top = torch.where(torch.isinf(top), torch.zeros_like(top), top).detach()
     e = torch.exp(scores - top)
     total = e.sum(dim=-1, keepdim=True)
     return e / torch.where(total > 0, total, torch.ones_like(total))
-
-
-def _check_attention_shapes(queries, keys, values):
-    if queries.shape[-1] != keys.shape[-1]:
-        raise ValueError(f"queries and keys must share d_k: expected queries (..., n_q, "
-                         f"{keys.shape[-1]}) to match keys {tuple(keys.shape)}; got queries "
-                         f"{tuple(queries.shape)}")
-    if keys.shape[-2] != values.shape[-2]:
-        raise ValueError(f"values must have one row per key: expected (..., {keys.shape[-2]}, "
-                         f"d_v) to match keys {tuple(keys.shape)}; got values "
-                         f"{tuple(values.shape)}")
 
 
 class DotProductAttention(nn.Module):
@@ -83,21 +68,26 @@ class DotProductAttention(nn.Module):
 
     def __init__(self, dropout: float = 0.0):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(probability(dropout))
 
     def forward(self, queries, keys, values, mask=None, valid_lens=None):
-        _check_attention_shapes(queries, keys, values)
+        check_dot_product_inputs(queries, keys, values)
         d_k = queries.shape[-1]
         scores = queries @ keys.transpose(-1, -2) / math.sqrt(d_k)   # (..., n_q, n_k)
-        weights = self.dropout(masked_softmax(scores, mask, valid_lens))
+        allowed = allowed_keys(scores, mask, valid_lens)             # (..., n_q, n_k)
+        require_finite_scores(scores, allowed, "queries @ keysᵀ / sqrt(d_k) must be finite "
+                              "where the mask allows a key; rescale queries or keys")
+        weights = self.dropout(_masked_softmax(scores, allowed))
         return weights @ values, weights                             # (..., n_q, d_v)
 
 
 class AdditiveAttention(nn.Module):
     """Additive (Bahdanau) attention: score = w_vᵀ tanh(W_q q + W_k k).
 
-    Queries (..., n_q, d_q) and keys (..., n_k, d_kk) may have different widths.
-    forward(queries, keys, values, mask=None, valid_lens=None) -> (output, weights).
+    Queries (..., n_q, d_q) and keys (..., n_k, d_kk) may have different widths:
+    d_q = query_size, d_kk = key_size.
+    forward(queries, keys, values, mask=None, valid_lens=None) -> (output, weights);
+    the inputs must have the dtype of the parameters (call .double() for float64).
     The linear maps have no bias, so the numpy `attnbook.additive_scores`
     with W_q = W_q.weight.T, W_k = W_k.weight.T, w_v = w_v.weight[0] agrees.
     """
@@ -105,19 +95,31 @@ class AdditiveAttention(nn.Module):
     def __init__(self, query_size: int, key_size: int, num_hiddens: int,
                  dropout: float = 0.0):
         super().__init__()
+        query_size = positive_size(query_size, "query_size")
+        key_size = positive_size(key_size, "key_size")
+        num_hiddens = positive_size(num_hiddens, "num_hiddens")
+        dropout = probability(dropout)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
         self.w_v = nn.Linear(num_hiddens, 1, bias=False)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, queries, keys, values, mask=None, valid_lens=None):
-        if keys.shape[-2] != values.shape[-2]:
-            raise ValueError(f"values must have one row per key: expected (..., "
-                             f"{keys.shape[-2]}, d_v); got values {tuple(values.shape)}")
+        queries, keys, values = check_attention_inputs(queries, keys, values)
+        require_same_dtype(self.w_v.weight, "the module's parameters", queries=queries)
+        for name, x, size, d in (("queries", queries, "query_size", self.W_q.in_features),
+                                 ("keys", keys, "key_size", self.W_k.in_features)):
+            if x.shape[-1] != d:
+                raise ValueError(f"{name} must have shape (..., {d}) for {size} = {d}; got "
+                                 f"{name} of shape {tuple(x.shape)}")
         q, k = self.W_q(queries), self.W_k(keys)                     # (..., n_q, h), (..., n_k, h)
         features = torch.tanh(q.unsqueeze(-2) + k.unsqueeze(-3))    # (..., n_q, n_k, h)
         scores = self.w_v(features).squeeze(-1)                      # (..., n_q, n_k)
-        weights = self.dropout(masked_softmax(scores, mask, valid_lens))
+        allowed = allowed_keys(scores, mask, valid_lens)             # (..., n_q, n_k)
+        require_finite_scores(scores, allowed, "w_vᵀ tanh(W_q q + W_k k) must be finite "
+                              "where the mask allows a key; check queries, keys and the "
+                              "parameters")
+        weights = self.dropout(_masked_softmax(scores, allowed))
         return weights @ values, weights
 
 
@@ -127,19 +129,42 @@ class NWKernelRegression(nn.Module):
     Scores are -((x - x_i) * w)² / 2, i.e. a Gaussian kernel with bandwidth 1/|w|.
     forward(x_query (n_q,), x_keys (n_q, n_k), y_values (n_q, n_k))
     -> (y_hat (n_q,), weights (n_q, n_k)). Keys are given per query so that
-    training can leave each point out of its own keys.
+    training can leave each point out of its own keys. The inputs must have
+    the dtype of w (call .double() for float64); scores too large for that
+    dtype raise a ValueError (the numpy `nadaraya_watson` has no such limit).
     """
 
     def __init__(self, w: float = 1.0):
         super().__init__()
+        if isinstance(w, bool) or not isinstance(w, numbers.Real):
+            raise TypeError(f"w must be a real number, got {type(w).__name__} {w!r}")
+        if not math.isfinite(w):
+            raise ValueError(f"w must be a finite number, got {w}")
         self.w = nn.Parameter(torch.tensor(float(w)))
+        if not torch.isfinite(self.w).all():
+            raise ValueError(f"w = {w:g} does not fit the module's {self.w.dtype} "
+                             f"parameter; w must be a finite number")
 
     def forward(self, x_query, x_keys, y_values):
-        if x_keys.shape != y_values.shape or x_keys.dim() != 2 \
-                or x_keys.shape[0] != x_query.shape[0]:
-            raise ValueError(f"expected x_query (n_q,), x_keys and y_values (n_q, n_k); got "
-                             f"{tuple(x_query.shape)}, {tuple(x_keys.shape)}, "
-                             f"{tuple(y_values.shape)}")
+        x_query = float_tensor(x_query, "x_query", 1, "(n_q,)")
+        x_keys = float_tensor(x_keys, "x_keys", 2, "(n_q, n_k)")
+        y_values = float_tensor(y_values, "y_values", 2, "(n_q, n_k)")
+        require_same_dtype(self.w, "the module's parameters", x_query=x_query,
+                           x_keys=x_keys, y_values=y_values)
+        n_q = x_query.shape[0]
+        if x_query.dim() != 1:
+            raise ValueError(f"x_query must have shape (n_q,); got {x_query.dim()} "
+                             f"dimension(s), shape {tuple(x_query.shape)}")
+        if x_keys.dim() != 2 or x_keys.shape[0] != n_q or x_keys.shape[1] == 0:
+            raise ValueError(f"x_keys must have shape (n_q, n_k) = ({n_q}, n_k) with n_k >= 1, "
+                             f"one row of keys per query; got shape {tuple(x_keys.shape)}")
+        if y_values.shape != x_keys.shape:
+            raise ValueError(f"y_values must have one value per key, shape "
+                             f"{tuple(x_keys.shape)}; got shape {tuple(y_values.shape)}")
+        require_finite_tensor(self.w.detach(), "w")
         scores = -((x_query[:, None] - x_keys) * self.w) ** 2 / 2    # (n_q, n_k)
+        require_finite_scores(scores, torch.ones_like(scores, dtype=torch.bool),
+                              f"|x_query - x_keys| * |w| is too large (w = "
+                              f"{self.w.item():g}); use a smaller w, a wider kernel")
         weights = torch.softmax(scores, dim=1)
         return (weights * y_values).sum(dim=1), weights              # (n_q,), (n_q, n_k)

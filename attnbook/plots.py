@@ -18,9 +18,8 @@ from collections.abc import Sequence
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
-from ._checks import as_real, require_ndim
+from ._checks import as_real, positive_int, positive_number, require_finite, require_ndim
 
 __all__ = ["heatmap", "heatmap_grid", "new_figure", "word_scatter", "CMAP", "GROUP_COLORS"]
 
@@ -31,7 +30,11 @@ GROUP_COLORS = ("#E69F00", "#009E73", "#0072B2", "#CC79A7", "#D55E00", "#56B4E9"
 CMAP = "cividis"
 #: Matrices with at most this many cells get their values written in.
 ANNOTATE_MAX_CELLS = 144
-#: Unlabelled axes with more rows or columns than this get a few index ticks.
+#: Above this many cells, annotate=True is refused (one text artist per cell).
+ANNOTATE_LIMIT = 10_000
+#: A labelled axis with more rows or columns than this gets every step-th label.
+MAX_TICKS = 30
+#: An unlabelled axis with more rows or columns than this gets a few round indices.
 MAX_INDEX_TICKS = 12
 
 
@@ -62,6 +65,7 @@ def new_figure(width: float = 4.8, height: float = 3.6, **subplots_kw):
     Using Figure directly means no global state: nothing to close, nothing
     shared between cells. Jupyter displays a returned Figure as usual.
     """
+    width, height = positive_number(width, "width"), positive_number(height, "height")
     fig = Figure(figsize=(width, height), dpi=DPI, facecolor="white", layout="constrained")
     axes = fig.subplots(**subplots_kw)
     return fig, axes
@@ -79,17 +83,40 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     vmin, vmax: colour range; the default [0, 1] suits attention weights,
        pass None to fit the data (for raw scores).
     annotate: write each value in its cell; default: when there are at most
-       ANNOTATE_MAX_CELLS cells.
+       ANNOTATE_MAX_CELLS cells (more than ANNOTATE_LIMIT is refused).
+    An axis longer than MAX_TICKS gets at most MAX_TICKS evenly spaced ticks
+    (each with its own row's or column's label), instead of one label per
+    row and column: 4096 of them took most of the half minute a 4096 x 4096
+    matrix used to cost.
     returns the Figure (a new one when `ax` is None, else ax's).
     """
     w = as_real(weights, "weights")
     require_ndim(w, "weights", (1, 2), "(n_q, n_k) or (n_k,)")
     w = np.atleast_2d(w)
     n_q, n_k = w.shape
+    if w.size == 0:
+        raise ValueError(f"weights must have at least one row and one column; got shape "
+                         f"{w.shape}")
     for name, labels, n in (("row_labels", row_labels, n_q), ("col_labels", col_labels, n_k)):
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} must have one label per {'row' if name[0] == 'r' else 'column'}"
                              f" of weights {w.shape}: expected {n}, got {len(labels)}")
+    for name, bound in (("vmin", vmin), ("vmax", vmax)):
+        if bound is not None:
+            require_finite(as_real(bound, name), name)
+    if vmin is not None and vmax is not None and vmin > vmax:
+        raise ValueError(f"vmin must not exceed vmax; got vmin = {vmin}, vmax = {vmax}")
+    if annotate is None:
+        annotate = w.size <= ANNOTATE_MAX_CELLS
+    if annotate and w.size > ANNOTATE_LIMIT:
+        raise ValueError(f"annotate=True writes one label per cell; weights {w.shape} has "
+                         f"{w.size} cells, more than ANNOTATE_LIMIT = {ANNOTATE_LIMIT}")
+    if annotate:
+        try:
+            fmt.format(0.5)
+        except (ValueError, TypeError, IndexError, KeyError) as err:
+            raise ValueError(f"fmt must format one float, like '{{:.2f}}'; got {fmt!r} "
+                             f"({err})") from None
     if ax is None:
         width = min(1.6 + 0.62 * n_k + (0.9 if colorbar else 0), 9.0)
         height = min(1.3 + 0.5 * n_q, 7.0)
@@ -101,13 +128,8 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     if hi <= lo:
         hi = lo + 1.0
     image = ax.imshow(w, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
-    for axis, labels, n in ((ax.xaxis, col_labels, n_k), (ax.yaxis, row_labels, n_q)):
-        if labels is not None:
-            axis.set_ticks(range(n), labels=labels)
-        elif n <= MAX_INDEX_TICKS:
-            axis.set_ticks(range(n))
-        else:                                          # a few integer indices, not one per row
-            axis.set_major_locator(MaxNLocator(nbins=MAX_INDEX_TICKS, integer=True))
+    ax.set_xticks(*_ticks(n_k, col_labels))
+    ax.set_yticks(*_ticks(n_q, row_labels))
     longest = max((len(str(c)) for c in col_labels), default=0) if col_labels is not None else 0
     if longest > 8 or (n_k > 6 and longest > 3):        # rotate only when labels would collide
         ax.tick_params(axis="x", labelrotation=45)
@@ -115,8 +137,6 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    if annotate is None:
-        annotate = w.size <= ANNOTATE_MAX_CELLS
     if annotate:
         colormap = matplotlib.colormaps[cmap]
         for i in range(n_q):
@@ -131,6 +151,21 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     return fig
 
 
+def _ticks(n: int, labels):
+    """Tick positions and labels for an axis of n cells: all of them, or every
+    step-th (one label per row of 4096 costs seconds). Labelled axes keep up to
+    MAX_TICKS labels; bare indices step by a round number (1, 2, 5, 10, 20, ...)
+    to at most MAX_INDEX_TICKS ticks."""
+    if labels is not None:
+        step = 1 if n <= MAX_TICKS else -(-n // MAX_TICKS)
+    else:
+        step = next(s for k in range(20) for s in (10 ** k, 2 * 10 ** k, 5 * 10 ** k)
+                    if -(-n // s) <= MAX_INDEX_TICKS)
+    positions = range(0, n, step)
+    names = list(positions) if labels is None else [labels[i] for i in positions]
+    return positions, names
+
+
 def heatmap_grid(matrices, titles: Sequence[str] | None = None,
                  row_labels: Sequence[str] | None = None,
                  col_labels: Sequence[str] | None = None, ncols: int | None = None,
@@ -141,22 +176,36 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
     titles: one per matrix. Labels and the colour range are shared.
     returns the Figure.
     """
-    mats = [np.atleast_2d(as_real(m, f"matrices[{i}]")) for i, m in enumerate(matrices)]
+    if matrices is None or isinstance(matrices, (str, bytes)):
+        raise TypeError(f"matrices must be a sequence of (n_q, n_k) arrays or an array "
+                        f"(m, n_q, n_k); got {type(matrices).__name__}")
+    mats = []
+    for i, m in enumerate(matrices):
+        m = as_real(m, f"matrices[{i}]")
+        require_ndim(m, f"matrices[{i}]", (1, 2), "(n_q, n_k) or (n_k,)")
+        mats.append(np.atleast_2d(m))
     if not mats:
         raise ValueError("matrices must hold at least one matrix; got none")
+    shapes = {m.shape for m in mats}
+    if len(shapes) > 1:
+        raise ValueError(f"matrices must all have one shape (they share labels and a layout); "
+                         f"got shapes {[m.shape for m in mats]}")
     if titles is not None and len(titles) != len(mats):
         raise ValueError(f"titles must have one entry per matrix: expected "
                          f"{len(mats)}, got {len(titles)}")
-    ncols = ncols or len(mats)
+    ncols = len(mats) if ncols is None else positive_int(ncols, "ncols")
     nrows = -(-len(mats) // ncols)
     n_q, n_k = mats[0].shape
+    if vmin is None or vmax is None:
+        finite = np.concatenate([m[np.isfinite(m)] for m in mats])
+        if not finite.size:
+            raise ValueError("matrices hold no finite value to fit the colour range to; pass "
+                             "vmin and vmax")
+        vmin = finite.min() if vmin is None else vmin
+        vmax = finite.max() if vmax is None else vmax
     fig, axes = new_figure(min(1.0 + ncols * (1.2 + 0.55 * n_k), 12.0),
                            min(0.8 + nrows * (1.0 + 0.45 * n_q), 9.0),
                            nrows=nrows, ncols=ncols, squeeze=False)
-    if vmin is None or vmax is None:
-        finite = np.concatenate([m[np.isfinite(m)] for m in mats])
-        vmin = finite.min() if vmin is None else vmin
-        vmax = finite.max() if vmax is None else vmax
     for k, ax in enumerate(axes.flat):
         if k >= len(mats):
             ax.set_visible(False)
@@ -218,9 +267,24 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
     arrows_from_origin: words to draw as arrows from (0, 0).
     returns the Figure.
     """
+    if not isinstance(vectors, dict):
+        raise TypeError(f"vectors must be a dict {{word: (2,) vector}}, got "
+                        f"{type(vectors).__name__}")
     for word, v in vectors.items():
-        if np.shape(v) != (2,):
-            raise ValueError(f"word_scatter draws 2-d vectors; {word!r} has shape {np.shape(v)}")
+        v = as_real(v, f"vectors[{word!r}]")
+        if v.shape != (2,):
+            raise ValueError(f"word_scatter draws 2-d vectors; {word!r} has shape {v.shape}")
+        require_finite(v, f"vectors[{word!r}]")
+    if groups is not None and not isinstance(groups, dict):
+        raise TypeError(f"groups must be a dict {{group name: words}}, got "
+                        f"{type(groups).__name__}")
+    for what, words in [*((f"groups[{k!r}]", ws) for k, ws in (groups or {}).items()),
+                        ("arrows_from_origin", arrows_from_origin)]:
+        if isinstance(words, str):
+            raise TypeError(f"{what} must be a sequence of words, got the string {words!r}")
+        missing = [w for w in words if w not in vectors]
+        if missing:
+            raise ValueError(f"{what} names words that vectors lacks: {missing}")
     if ax is None:
         _, ax = new_figure(5.2, 4.6)
     fig = ax.figure

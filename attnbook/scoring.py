@@ -11,6 +11,9 @@ from ._checks import as_real, require_finite, require_ndim
 
 __all__ = ["additive_scores"]
 
+#: additive_scores builds its (n_q, n_k, h) features in blocks of about this many bytes.
+CHUNK_BYTES = 32 * 2 ** 20
+
 
 def additive_scores(Q, K, W_q, W_k, w_v) -> np.ndarray:
     """Additive attention scores w_vᵀ tanh(W_qᵀ q + W_kᵀ k) for every query/key pair.
@@ -18,6 +21,8 @@ def additive_scores(Q, K, W_q, W_k, w_v) -> np.ndarray:
     Q: (..., n_q, d_q)   K: (..., n_k, d_kk)   (d_q and d_kk may differ)
     W_q: (d_q, h)   W_k: (d_kk, h)   w_v: (h,)
     returns scores (..., n_q, n_k), to be passed to softmax / masked_softmax.
+    The (..., n_q, n_k, h) tanh features are built a block of queries at a
+    time (about CHUNK_BYTES each), so memory grows only with the scores.
     """
     Q, K = as_real(Q, "Q"), as_real(K, "K")
     W_q, W_k, w_v = as_real(W_q, "W_q"), as_real(W_k, "W_k"), as_real(w_v, "w_v")
@@ -42,7 +47,28 @@ def additive_scores(Q, K, W_q, W_k, w_v) -> np.ndarray:
                          f"{K.shape[:-2]} do not broadcast together") from None
     for name, a in (("Q", Q), ("K", K), ("W_q", W_q), ("W_k", W_k), ("w_v", w_v)):
         require_finite(a, name)
-    q_h = Q @ W_q                                            # (..., n_q, h)
-    k_h = K @ W_k                                            # (..., n_k, h)
-    features = np.tanh(q_h[..., :, None, :] + k_h[..., None, :, :])  # (..., n_q, n_k, h)
-    return features @ w_v                                    # (..., n_q, n_k)
+    with np.errstate(over="ignore", invalid="ignore"):
+        q_h = Q @ W_q                                        # (..., n_q, h)
+        k_h = K @ W_k                                        # (..., n_k, h)
+    for name, a, x, W in (("Q @ W_q", q_h, "Q", "W_q"), ("K @ W_k", k_h, "K", "W_k")):
+        if not np.isfinite(a).all():
+            where = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+            raise ValueError(f"{name} overflows float64: entry {where} is {a[where]}; "
+                             f"rescale {x} or {W}")
+    batch = np.broadcast_shapes(q_h.shape[:-2], k_h.shape[:-2])
+    n_q, n_k = q_h.shape[-2], k_h.shape[-2]
+    scores = np.empty(batch + (n_q, n_k))                    # (..., n_q, n_k)
+    # the features are (..., n_q, n_k, h): build them a block of queries at a time,
+    # so memory stays near CHUNK_BYTES whatever n_q and n_k are
+    per_query = 8 * max(1, int(np.prod(batch))) * n_k * h
+    step = max(1, CHUNK_BYTES // max(per_query, 1))
+    for start in range(0, n_q, step):
+        rows = slice(start, start + step)
+        features = np.tanh(q_h[..., rows, None, :] + k_h[..., None, :, :])  # (..., step, n_k, h)
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores[..., rows, :] = features @ w_v                          # (..., step, n_k)
+    if not np.isfinite(scores).all():
+        raise ValueError(f"the scores overflow float64: w_v (largest |value| "
+                         f"{np.abs(w_v).max():g}) times {h} features in [-1, 1] is not "
+                         f"finite; rescale w_v")
+    return scores

@@ -1,15 +1,26 @@
-"""Every bad input gets a ValueError or TypeError that names the argument and
-shows what was expected and what arrived, before any arithmetic."""
+"""Every bad input to the numpy core gets a ValueError or TypeError that names
+the argument and shows what was expected and what arrived, before any
+arithmetic; and no input returns a silently wrong number (scores that
+overflow raise instead of posing as a fully masked row).
+
+The torch modules are in test_bad_input_nn.py, plots and explorers in
+test_bad_input_plots.py."""
 from __future__ import annotations
 
+import math
 import re
 import subprocess
 import sys
 
 import numpy as np
 import pytest
+from badinput import assert_clear_error, ids
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import attnbook as ab
+import attnbook.scoring
 
 rng = np.random.default_rng(0)
 Q, K, V = rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2))
@@ -109,17 +120,64 @@ CASES = [
     ("additive scores with a wrong W_k",
      lambda: ab.additive_scores(Q, K, np.zeros((4, 3)), np.zeros((5, 3)), np.zeros(3)),
      ValueError, ["W_k", "(4, 3)", "(5, 3)"]),
+    # class 1: scores that overflow are refused, naming the inputs and the row
+    ("scores overflow to inf (the issue's reproducer)",
+     lambda: ab.scaled_dot_product_attention([[1e200, 1e200]], [[1e200, 1e200], [1e200, 0.0]],
+                                             [[1.0], [2.0]]),
+     ValueError, ["overflow", "Q", "K", "query row 0", "key 0", "scale"]),
+    ("scores overflow in a sum of huge products of both signs",
+     lambda: ab.scaled_dot_product_attention([[1e300, 1e300]], [[1.0, 1.0], [1e300, -1e300]],
+                                             [[1.0], [2.0]]),
+     ValueError, ["overflow", "query row 0", "key 1"]),
+    ("scores overflow to -inf",
+     lambda: ab.scaled_dot_product_attention([[-1e300]], [[1e300], [1.0]], [[1.0], [2.0]]),
+     ValueError, ["overflow", "key 0", "-inf"]),
+    ("a scale that overflows the scores",
+     lambda: ab.scaled_dot_product_attention(Q, K, V, scale=1e308),
+     ValueError, ["overflow", "scale", "query row"]),
+    ("overflow in a later batch row",
+     lambda: ab.scaled_dot_product_attention(np.stack([Q, Q * 1e160]), K * 1e160, V),
+     ValueError, ["overflow", "(1, 0, "]),
+    ("self-attention projections that overflow the scores",
+     lambda: ab.self_attention(X * 1e150, W * 1e10, W, W),
+     ValueError, ["overflow", "X @ W_q", "X @ W_k"]),
+    ("self-attention projections that overflow to inf",
+     lambda: ab.self_attention(X * 1e300, W * 1e300, W, W),
+     ValueError, ["X @ W_q", "inf"]),
+    # class 2: the kernel in the log domain; raw scores that do not fit float64 are refused
+    ("Gaussian scores that overflow",
+     lambda: ab.gaussian_scores([0.5], [0.0, 1.0], bandwidth=1e-200),
+     ValueError, ["bandwidth", "1e-200", "x_query[0]", "overflow", "nadaraya_watson"]),
+    ("bandwidth as an array", lambda: ab.nadaraya_watson([1.0], [0.0], [0.0], bandwidth=[1.0]),
+     TypeError, ["bandwidth", "list"]),
+    ("x_query with two dimensions",
+     lambda: ab.nadaraya_watson(np.zeros((2, 2)), [0.0, 1.0], [0.0, 1.0]),
+     ValueError, ["x_query", "(n_q,)", "(2, 2)"]),
+    ("per-query keys with the wrong number of rows",
+     lambda: ab.nadaraya_watson([1.0, 2.0], np.zeros((3, 2)), np.zeros((3, 2))),
+     ValueError, ["x_keys", "(2, n_k)", "(3, 2)"]),
+    ("toy_function of NaN", lambda: ab.toy_function([1.0, np.nan]),
+     ValueError, ["x", "NaN", "(1,)"]),
+    ("toy data with a string noise",
+     lambda: ab.toy_regression_data(np.random.default_rng(0), noise="a"),
+     TypeError, ["noise", "str"]),
+    # class 5: additive scores
+    ("additive Q @ W_q that overflows",
+     lambda: ab.additive_scores(Q * 1e300, K, np.full((4, 3), 1e10), np.ones((4, 3)), np.ones(3)),
+     ValueError, ["Q @ W_q", "overflow", "Q or W_q"]),
+    ("additive scores that overflow through w_v",
+     lambda: ab.additive_scores(Q, K, np.ones((4, 3)), np.ones((4, 3)), np.full(3, 1e308)),
+     ValueError, ["w_v", "overflow"]),
+    ("additive batches that do not broadcast",
+     lambda: ab.additive_scores(np.zeros((2, 3, 4)), np.zeros((3, 5, 4)), np.zeros((4, 3)),
+                                np.zeros((4, 3)), np.zeros(3)),
+     ValueError, ["batch dimensions", "(2,)", "(3,)"]),
 ]
 
 
-@pytest.mark.parametrize("description,call,error,fragments", CASES,
-                         ids=[c[0].replace(" ", "_") for c in CASES])
+@pytest.mark.parametrize("description,call,error,fragments", CASES, ids=ids(CASES))
 def test_bad_input_gets_a_clear_error(description, call, error, fragments):
-    with pytest.raises(error) as info:
-        call()
-    message = str(info.value)
-    missing = [f for f in fragments if f not in message]
-    assert not missing, f"{description}: message {message!r} lacks {missing}"
+    assert_clear_error(description, call, error, fragments)
 
 
 def test_minus_inf_in_scores_is_allowed_and_means_weight_zero():
@@ -146,3 +204,114 @@ def test_messages_name_the_argument_first_for_readability():
     with pytest.raises(ValueError) as info:
         ab.scaled_dot_product_attention(Q, K, V[:4])
     assert re.match(r"^V ", str(info.value))
+
+
+# -- no silently wrong numbers: the classes of issue 14 and their neighbours -------------------
+def test_an_overflow_is_not_reported_as_a_fully_masked_row_but_a_mask_still_is():
+    Q1, K1, V1 = [[1e200, 1e200]], [[1e200, 1e200], [1e200, 0.0]], [[1.0], [2.0]]
+    with pytest.raises(ValueError, match="overflow"):
+        ab.scaled_dot_product_attention(Q1, K1, V1)
+    # the same overflowing scores, masked away: the mask's -inf is allowed
+    out, w = ab.scaled_dot_product_attention(Q1, K1, V1, mask=[[False, False]])
+    np.testing.assert_array_equal(w, [[0.0, 0.0]])
+    np.testing.assert_array_equal(out, [[0.0]])
+    # only the overflowing key masked: the other key takes all the weight
+    out, w = ab.scaled_dot_product_attention([[1e200, 1.0]], [[1e200, 1.0], [1.0, 1.0]], V1,
+                                             mask=[[False, True]])
+    np.testing.assert_array_equal(w, [[0.0, 1.0]])
+
+
+def test_overflow_check_warns_nothing():
+    with np.errstate(all="raise"):
+        with pytest.raises(ValueError, match="overflow"):
+            ab.scaled_dot_product_attention([[1e200]], [[1e200]], [[1.0]])
+
+
+finite_floats = st.floats(allow_nan=False, allow_infinity=False)   # any magnitude, subnormals too
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 3), st.data())
+def test_finite_inputs_of_any_magnitude_give_a_finite_output_or_an_error(n_q, n_k, d_k, data):
+    """Never a zero row without a mask, never NaN: either a real answer or a ValueError."""
+    Q = data.draw(hnp.arrays(np.float64, (n_q, d_k), elements=finite_floats), label="Q")
+    K = data.draw(hnp.arrays(np.float64, (n_k, d_k), elements=finite_floats), label="K")
+    V = data.draw(hnp.arrays(np.float64, (n_k, 2), elements=finite_floats), label="V")
+    try:
+        out, w = ab.scaled_dot_product_attention(Q, K, V)
+    except ValueError as err:
+        assert "overflow" in str(err)
+        return
+    assert np.isfinite(out).all() and np.isfinite(w).all()
+    assert ((w >= 0) & (w <= 1)).all()
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=1e-12)   # no zero row
+    lo, hi = V.min(axis=0), V.max(axis=0)                           # a weighted average of V
+    span = np.maximum(np.abs(lo), np.abs(hi)) * 1e-12
+    with np.errstate(over="ignore"):                                # lo - span may be -inf
+        assert ((out >= lo - span) & (out <= hi + span)).all()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(-1e300, 1e300), min_size=1, max_size=4),
+       st.lists(st.floats(-1e300, 1e300), min_size=1, max_size=5),
+       st.floats(5e-324, 1e308), st.data())
+def test_nadaraya_watson_is_finite_for_any_bandwidth_and_stays_within_the_targets(
+        xq, xk, h, data):
+    y = data.draw(st.lists(st.floats(-1e300, 1e300), min_size=len(xk), max_size=len(xk)))
+    y_hat, w = ab.nadaraya_watson(xq, xk, y, bandwidth=h)
+    assert np.isfinite(y_hat).all() and np.isfinite(w).all()
+    np.testing.assert_allclose(w.sum(axis=1), 1.0, rtol=1e-12)    # never a zero row
+    assert ((y_hat >= min(y) - 1e-9 * abs(min(y))) & (y_hat <= max(y) + 1e-9 * abs(max(y)))).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=4),
+       st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=6, unique=True),
+       st.sampled_from([1e-200, 1e-300, 5e-324]))
+def test_a_tiny_bandwidth_gives_the_nearest_neighbour_like_a_loop(xq, xk, h):
+    y = np.arange(len(xk), dtype=float)
+    y_hat, _ = ab.nadaraya_watson(xq, xk, y, bandwidth=h)
+    for x, got in zip(xq, y_hat, strict=True):
+        d = sorted({abs(x - k) for k in xk})
+        # the limit holds once the gap to the second nearest key dwarfs the bandwidth
+        assume(len(d) == 1 or (d[1] - d[0]) * (d[1] + d[0]) > 1e-290)
+        nearest = [y[j] for j in range(len(xk)) if abs(x - xk[j]) == d[0]]
+        assert got == pytest.approx(sum(nearest) / len(nearest))
+
+
+def test_the_issue_kernel_reproducer_gives_the_nearest_neighbour():
+    y_hat, w = ab.nadaraya_watson([0.9], [0.0, 1.0, 2.0], [1.0, 2.0, 3.0], bandwidth=1e-200)
+    np.testing.assert_array_equal(y_hat, [2.0])
+    np.testing.assert_array_equal(w, [[0.0, 1.0, 0.0]])
+
+
+def test_nadaraya_watson_with_keys_beyond_float64_differences():
+    """x - x_i would overflow to inf for both keys; halving first keeps them apart."""
+    big = np.finfo(float).max
+    y_hat, w = ab.nadaraya_watson([big], [-big, -0.9 * big], [1.0, 2.0])
+    np.testing.assert_array_equal(w, [[0.0, 1.0]])
+
+
+def test_gaussian_scores_are_finite_for_a_query_on_a_key_with_a_tiny_bandwidth():
+    s = ab.gaussian_scores([0.0], [0.0, 1e-150], bandwidth=1e-100)   # was 0/0 = NaN
+    assert s[0, 0] == 0.0 and np.isfinite(s).all()
+
+
+def test_additive_scores_builds_its_features_in_bounded_blocks(monkeypatch):
+    """Same numbers as the one-shot formula, with features never above the block size."""
+    rng = np.random.default_rng(12)
+    Qa, Ka = rng.normal(size=(2, 9, 3)), rng.normal(size=(2, 7, 4))
+    W_q, W_k, w_v = rng.normal(size=(3, 5)), rng.normal(size=(4, 5)), rng.normal(size=5)
+    one_shot = np.tanh((Qa @ W_q)[..., :, None, :] + (Ka @ W_k)[..., None, :, :]) @ w_v
+    sizes = []
+    real_tanh = np.tanh
+
+    def spy(x, *args, **kwargs):
+        sizes.append(np.size(x))
+        return real_tanh(x, *args, **kwargs)
+
+    monkeypatch.setattr(attnbook.scoring, "CHUNK_BYTES", 8 * 2 * 7 * 5 * 2)   # 2 queries a block
+    monkeypatch.setattr(np, "tanh", spy)
+    got = ab.additive_scores(Qa, Ka, W_q, W_k, w_v)
+    np.testing.assert_allclose(got, one_shot, rtol=1e-13)
+    assert max(sizes) == 2 * 2 * 7 * 5 and len(sizes) == math.ceil(9 / 2)

@@ -1,0 +1,169 @@
+"""Input checks for attnbook.nn: the rules and wording of attnbook._checks, for tensors.
+
+Kept apart from _checks so that `import attnbook` stays torch-free.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+
+from ._checks import require_finite
+
+
+def float_tensor(x, name: str, min_ndim: int, layout: str) -> torch.Tensor:
+    """`x` if it is a floating-point tensor with >= min_ndim axes and no NaN or inf."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of floats, got {type(x).__name__}; "
+                        f"convert it with torch.as_tensor({name})")
+    if not x.dtype.is_floating_point:
+        raise TypeError(f"{name} must hold floating-point numbers, got dtype {x.dtype}; "
+                        f"use {name}.double() or {name}.float()")
+    if x.dim() < min_ndim:
+        raise ValueError(f"{name} must have shape {layout}; got {x.dim()} dimension(s), "
+                         f"shape {tuple(x.shape)}")
+    require_finite_tensor(x, name)
+    return x
+
+
+def require_finite_tensor(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> None:
+    """attnbook._checks.require_finite for a tensor (it converts only on failure)."""
+    if not torch.isfinite(x).all():
+        require_finite(x.detach().cpu().double().numpy(), name, allow_neg_inf)
+
+
+def require_same_dtype(reference: torch.Tensor, ref_name: str, **tensors) -> None:
+    """Raise TypeError naming the first of `tensors` whose dtype differs from reference's."""
+    for name, x in tensors.items():
+        if x.dtype != reference.dtype:
+            raise TypeError(f"{name} must have the dtype of {ref_name}, {reference.dtype}; got "
+                            f"{x.dtype}. Convert with {name}.to({reference.dtype})"
+                            + (", or convert the module with .double() / .float()"
+                               if "parameters" in ref_name else ""))
+
+
+def as_index_tensor(x, name: str, device) -> torch.Tensor:
+    """A mask or valid_lens as a tensor; numpy arrays and lists are accepted."""
+    if isinstance(x, torch.Tensor):
+        return x.to(device)
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as err:
+        raise TypeError(f"{name} could not be read as an array ({err})") from None
+    if a.dtype == object or a.dtype.kind in "USV":
+        raise TypeError(f"{name} must be a tensor or array of numbers, got dtype {a.dtype}")
+    return torch.as_tensor(a, device=device)
+
+
+def allowed_keys(scores: torch.Tensor, mask, valid_lens) -> torch.Tensor:
+    """Boolean (..., n_q, n_k): True where a key may be attended."""
+    shape = tuple(scores.shape)
+    allowed = torch.ones(shape, dtype=torch.bool, device=scores.device)
+    if mask is not None:
+        m = as_index_tensor(mask, "mask", scores.device)
+        if m.dtype != torch.bool:
+            raise TypeError(f"mask must be boolean (True = may attend), got dtype {m.dtype}; "
+                            f"for 0/1 values use mask.bool(), and pass additive score "
+                            f"offsets as scores instead")
+        try:
+            fits = torch.broadcast_shapes(tuple(m.shape), shape) == shape
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"mask must broadcast to the scores' shape {shape}; got shape "
+                             f"{tuple(m.shape)}")
+        allowed = allowed & m
+    if valid_lens is not None:
+        lens = as_index_tensor(valid_lens, "valid_lens", scores.device)
+        allowed = allowed & valid_lens_to_mask(lens, scores.shape)
+    return allowed
+
+
+def require_finite_scores(scores: torch.Tensor, allowed: torch.Tensor, what: str) -> None:
+    """Scores the mask allows must be finite: an overflow must not pose as a masked row."""
+    bad = ~torch.isfinite(scores) & allowed
+    if bad.any():
+        where = tuple(int(i) for i in torch.nonzero(bad)[0])
+        raise ValueError(f"the scores overflow {scores.dtype}: score {where} (query row "
+                         f"{where[-2] if len(where) > 1 else 0}, key {where[-1]}) of the "
+                         f"scores with shape {tuple(scores.shape)} is {scores[where].item()}; "
+                         f"{what}")
+
+
+def probability(p, name: str = "dropout") -> float:
+    if isinstance(p, bool) or not isinstance(p, numbers.Real) or not 0 <= p <= 1:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+def valid_lens_to_mask(valid_lens: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Boolean mask (..., n_q, n_k) from lengths of shape (...) or (..., n_q)."""
+    n_k = shape[-1]
+    if valid_lens.dtype.is_floating_point or valid_lens.dtype.is_complex \
+            or valid_lens.dtype == torch.bool:
+        raise TypeError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
+    if tuple(valid_lens.shape) == tuple(shape[:-1]):
+        lens = valid_lens[..., None]
+    elif len(shape) >= 2 and tuple(valid_lens.shape) == tuple(shape[:-2]):
+        lens = valid_lens[..., None, None]
+    else:
+        raise ValueError(f"valid_lens must have shape {tuple(shape[:-2])} (one per row of "
+                         f"the batch) or {tuple(shape[:-1])} (one per query) for scores of "
+                         f"shape {tuple(shape)}; got shape {tuple(valid_lens.shape)}")
+    if valid_lens.numel() and (valid_lens.min() < 0 or valid_lens.max() > n_k):
+        raise ValueError(f"valid_lens must lie in [0, n_k] = [0, {n_k}]; got values from "
+                         f"{int(valid_lens.min())} to {int(valid_lens.max())}")
+    return torch.arange(n_k, device=valid_lens.device) < lens
+
+
+def scores_tensor(scores) -> torch.Tensor:
+    if not isinstance(scores, torch.Tensor):
+        raise TypeError(f"scores must be a torch.Tensor of floats, got "
+                        f"{type(scores).__name__}; convert it with torch.as_tensor(scores)")
+    if not scores.dtype.is_floating_point:
+        raise TypeError(f"scores must hold floating-point numbers, got dtype {scores.dtype}")
+    if scores.dim() < 1:
+        raise ValueError("scores must have shape (..., n_k); got 0 dimension(s), shape ()")
+    require_finite_tensor(scores, "scores", allow_neg_inf=True)
+    return scores
+
+
+def check_attention_inputs(queries, keys, values):
+    """Check queries (..., n_q, d), keys (..., n_k, d'), values (..., n_k, d_v)."""
+    queries = float_tensor(queries, "queries", 2, "(..., n_q, d_q)")
+    keys = float_tensor(keys, "keys", 2, "(..., n_k, d_k)")
+    values = float_tensor(values, "values", 2, "(..., n_k, d_v)")
+    require_same_dtype(queries, "queries", keys=keys, values=values)
+    if keys.shape[-2] == 0:
+        raise ValueError(f"there must be at least one key; got keys of shape "
+                         f"{tuple(keys.shape)} (n_k = 0)")
+    if keys.shape[-2] != values.shape[-2]:
+        raise ValueError(f"values must have one row per key: expected (..., {keys.shape[-2]}, "
+                         f"d_v) to match keys {tuple(keys.shape)}; got values "
+                         f"{tuple(values.shape)}")
+    try:
+        torch.broadcast_shapes(queries.shape[:-2], keys.shape[:-2], values.shape[:-2])
+    except RuntimeError:
+        raise ValueError(f"the batch dimensions of queries {tuple(queries.shape[:-2])}, keys "
+                         f"{tuple(keys.shape[:-2])} and values {tuple(values.shape[:-2])} do "
+                         f"not broadcast together") from None
+    return queries, keys, values
+
+
+def check_dot_product_inputs(queries, keys, values):
+    queries, keys, values = check_attention_inputs(queries, keys, values)
+    if queries.shape[-1] != keys.shape[-1]:
+        raise ValueError(f"queries and keys must share d_k: expected queries (..., n_q, "
+                         f"{keys.shape[-1]}) to match keys {tuple(keys.shape)}; got queries "
+                         f"{tuple(queries.shape)}")
+    if keys.shape[-1] == 0:
+        raise ValueError(f"d_k must be at least 1; got keys of shape {tuple(keys.shape)}")
+
+
+def positive_size(n, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name} must be a positive integer, got {type(n).__name__} {n!r}")
+    if n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n}")
+    return int(n)
