@@ -1,23 +1,26 @@
 """attnbook: the helpers of the book "Attention, Step by Step".
 
-The numpy core is imported here; `attnbook.plots`, `attnbook.explorers`,
-`attnbook.examples` and `attnbook.nn` (the only module that imports torch)
-load on first use, so `import attnbook` stays fast and torch-free.
+The numpy core (`core`, `kernel`, `scoring`, `positions`, `blockwise`) is
+imported here; `attnbook.plots`, `attnbook.explorers`, `attnbook.examples`
+and `attnbook.nn` (the only module that imports torch) load on first use,
+so `import attnbook` stays fast and torch-free.
 """
 from __future__ import annotations
 
 import importlib
 
+from .blockwise import blockwise_attention
 from .core import (SelfAttention, causal_mask, masked_softmax,
                    scaled_dot_product_attention, self_attention, softmax)
 from .kernel import gaussian_scores, nadaraya_watson, toy_function, toy_regression_data
+from .positions import rotate, sinusoidal_positions
 from .scoring import additive_scores
 
 __version__ = "0.1.0"
 __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "self_attention", "SelfAttention", "causal_mask", "gaussian_scores",
            "nadaraya_watson", "toy_function", "toy_regression_data",
-           "additive_scores"]
+           "additive_scores", "sinusoidal_positions", "rotate", "blockwise_attention"]
 
 _SUBMODULES = {"plots", "explorers", "examples", "nn"}
 
