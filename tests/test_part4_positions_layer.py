@@ -68,6 +68,9 @@ def test_ch11_encoding_numbers():
     assert glued_float(CH11, "wave_short") == pytest.approx(2 * math.pi)
     assert glued_float(CH11, "wave_long") == pytest.approx(2 * math.pi * 10000 ** ((d - 2) / d))
     assert glued_float(CH11, "self_dot") == pytest.approx(d / 2)
+    rows = {tuple(round(v, 9) for v in row) for row in pe_loop(int(glued_float(CH11, "pe_n")),
+                                                                int(d))}
+    assert len(rows) == glued_float(CH11, "pe_n")      # "no two rows are equal"
     assert glued_float(CH11, "rotation_gap") < 1e-12
     assert glued_float(CH11, "diagonal_spread") < 1e-12
 
@@ -89,7 +92,9 @@ def test_ch11_rope_offset_and_the_added_sinusoids_spread():
 def test_ch11_exercise_answers():
     # wavelengths for d = 512
     assert 2 * math.pi == pytest.approx(6.28, abs=0.005)
-    assert 2 * math.pi * 10000 ** (510 / 512) == pytest.approx(60_611, abs=1)
+    longest = 2 * math.pi * 10000 ** (510 / 512)
+    assert longest == pytest.approx(60_611, abs=1)
+    assert abs(30_000 / longest - 0.5) < 0.01          # positions 3 and 30 003: almost opposite
     # the coded solution: lengths kept, equivariance gone
     rng = np.random.default_rng(1)
     Q, K, V = rng.normal(size=(3, 5, 8))
