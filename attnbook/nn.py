@@ -160,9 +160,8 @@ class KVCache:
     `CausalSelfAttention.forward` while generating; each call appends the new
     tokens' keys and values, so earlier tokens are never projected again.
     The cache is state the caller holds and can inspect, not hidden state
-    on the module.
-
-    k, v: (batch, n_heads, n_past, d_head) tensors, or None while empty.
+    on the module. Its attributes `k` and `v` are the cached keys and values,
+    (batch, n_heads, n_past, d_head) tensors, or None while the cache is empty.
     """
 
     def __init__(self):
