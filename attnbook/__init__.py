@@ -1,14 +1,16 @@
 """attnbook: the helpers of the book "Attention, Step by Step".
 
-The numpy core is imported here. The other modules (`attnbook.plots`,
-`attnbook.explorers`, `attnbook.nn`, which is the only one that imports
-torch, and the rest) load on first use, as `attnbook.<name>` or by an import,
+The numpy core (`core`, `kernel`, `scoring`, `positions`, `blockwise`) is
+imported here. The other modules (`attnbook.plots`, `attnbook.explorers`,
+`attnbook.nn`, which is the only one that imports torch, and the rest) load
+on first use, as `attnbook.<name>` or by an import,
 so `import attnbook` stays fast and torch-free.
 """
 from __future__ import annotations
 
 import importlib
 
+from .blockwise import blockwise_attention
 from .core import (
     SelfAttention,
     causal_mask,
@@ -18,13 +20,14 @@ from .core import (
     softmax,
 )
 from .kernel import gaussian_scores, nadaraya_watson, toy_function, toy_regression_data
+from .positions import rotate, sinusoidal_positions
 from .scoring import additive_scores
 
 __version__ = "0.1.0"
 __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "self_attention", "SelfAttention", "causal_mask", "gaussian_scores",
            "nadaraya_watson", "toy_function", "toy_regression_data",
-           "additive_scores"]
+           "additive_scores", "sinusoidal_positions", "rotate", "blockwise_attention"]
 
 _SUBMODULES = {"analysis", "book", "bugs", "examples", "explorers", "multihead", "nn", "plots"}
 

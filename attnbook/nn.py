@@ -168,3 +168,112 @@ class NWKernelRegression(nn.Module):
                               f"{self.w.item():g}); use a smaller w, a wider kernel")
         weights = torch.softmax(scores, dim=1)
         return (weights * y_values).sum(dim=1), weights              # (n_q,), (n_q, n_k)
+
+
+# =============================================================================
+# Chapter 12: a real attention layer (causal, multi-head, with a KV cache).
+# Appended as its own section; nothing above depends on it.
+# =============================================================================
+
+__all__ += ["CausalSelfAttention", "KVCache"]
+
+
+class KVCache:
+    """The keys and values of the tokens seen so far, for step-by-step decoding.
+
+    Taught in chapter 12. Pass the same KVCache to every call of
+    `CausalSelfAttention.forward` while generating; each call appends the new
+    tokens' keys and values, so earlier tokens are never projected again.
+    The cache is state the caller holds and can inspect, not hidden state
+    on the module. Its attributes `k` and `v` are the cached keys and values,
+    (batch, n_heads, n_past, d_head) tensors, or None while the cache is empty.
+    """
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        """n_past: how many tokens the cache holds."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the new tokens' k, v (batch, n_heads, n_new, d_head); return all of them,
+        (batch, n_heads, n_past + n_new, d_head) each."""
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            if k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]:
+                raise ValueError(f"k must have shape (batch, n_heads, n_new, d_head) = "
+                                 f"({self.k.shape[0]}, {self.k.shape[1]}, n_new, "
+                                 f"{self.k.shape[-1]}) to join the cache; got {tuple(k.shape)}")
+            self.k = torch.cat([self.k, k], dim=-2)
+            self.v = torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+
+class CausalSelfAttention(nn.Module):
+    """Causal multi-head self-attention in the GPT layout, returning (output, weights).
+
+    Taught in chapter 12 (heads: chapter 10).
+
+    d_model: width of the tokens; n_heads: number of heads h, which must
+       divide d_model; each head has width d_head = d_model / n_heads.
+    dropout: probability of zeroing an attention weight in training mode.
+    max_len: longest sequence (with the cache: n_past + n_new) the causal
+       mask buffer covers; GPT-2 uses 1024.
+    bias: whether the two linear maps have biases (GPT-2's do).
+
+    The layers are `qkv`, one fused nn.Linear(d_model, 3 d_model) whose output
+    columns are Q, K and V side by side (the order and layout of
+    nn.MultiheadAttention's in_proj_weight), and `proj`, the output
+    projection nn.Linear(d_model, d_model). The causal mask is the boolean
+    buffer `mask` (max_len, max_len), True = may attend.
+
+    forward(x (batch, n, d_model), cache=None) -> (output (batch, n, d_model),
+    weights (batch, n_heads, n, n_k)), where n_k = n without a cache and
+    n_past + n with one. The weights returned are the ones used, after dropout.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
+                 max_len: int = 1024, bias: bool = True):
+        super().__init__()
+        for name, k in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
+            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+                raise ValueError(f"{name} must be a positive integer, got {k!r}")
+        if d_model % n_heads:
+            raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.proj = nn.Linear(d_model, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
+                             persistent=False)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, "
+                             f"{self.d_model}); got {tuple(x.shape)}")
+        batch, n, _ = x.shape
+        n_past = 0 if cache is None else len(cache)
+        if n_past + n > self.mask.shape[0]:
+            raise ValueError(f"n_past + n = {n_past} + {n} tokens exceed max_len = "
+                             f"{self.mask.shape[0]}, the length the causal mask covers")
+        h, d_head = self.n_heads, self.d_head
+        q, k, v = self.qkv(x).split(self.d_model, dim=-1)       # 3 x (batch, n, d_model)
+        q = q.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
+        k = k.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
+        v = v.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
+        if cache is not None:
+            k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
+        n_k = k.shape[-2]                                       # n_past + n
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)   # (batch, h, n, n_k)
+        # query i sits at position n_past + i and may see keys 0..n_past + i
+        allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
+        scores = scores.masked_fill(~allowed, float("-inf"))
+        weights = self.dropout(torch.softmax(scores, dim=-1))   # (batch, h, n, n_k)
+        heads = weights @ v                                     # (batch, h, n, d_head)
+        merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
+        return self.proj(merged), weights                       # (batch, n, d_model)

@@ -23,6 +23,8 @@ def make(kind):
     if kind == "attention":
         X = np.array([[1.0, 3, 2], [1, 1, 3], [1, 2, 1]])
         return ex.explore_attention(["I", "am", "good"], X, X, X, scale=1.0)
+    if kind == "rope":
+        return ex.explore_rope_offset()
     x_train, y_train, x_test, y_test = toy_regression_data(np.random.default_rng(0))
     return ex.explore_bandwidth(x_train, y_train, x_test, y_test)
 
@@ -40,11 +42,14 @@ def plotted_data(kind, e):
     if kind == "attention":
         rect = [p for p in axes[0].patches][0]
         return [np.array([rect.get_y()]), np.array([b.get_width() for b in axes[1].patches])]
+    if kind == "rope":
+        return [np.asarray(axes[0].lines[0].get_xdata(), dtype=float).copy(),
+                *[np.asarray(line.get_ydata()).copy() for line in axes[1].lines]]
     return [np.asarray(axes[0].lines[-1].get_ydata()).copy(),
             np.asarray(axes[1].images[0].get_array()).copy()]
 
 
-KINDS = ["dk", "temperature", "attention", "bandwidth"]
+KINDS = ["dk", "temperature", "attention", "bandwidth", "rope"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -132,3 +137,21 @@ def test_static_frames_are_palette_pngs_that_look_like_the_full_colour_figure(ki
     diff = np.abs(np.asarray(frame.convert("RGB")).astype(int) - full)
     assert diff.shape == full.shape
     assert diff.mean() < 0.5 and np.percentile(diff, 99.9) <= 32, (diff.mean(), diff.max())
+
+
+def test_rope_offset_explorer_is_flat_for_rope_and_not_for_added_sinusoids():
+    """At every offset the RoPE score is the same for all query positions, and
+    it equals rotate(q, p) . rotate(k, p + offset) / sqrt(d) computed here."""
+    from attnbook import rotate, sinusoidal_positions
+    e = ex.explore_rope_offset(d=8, max_offset=4, n_positions=6, seed=3)
+    q, k = np.random.default_rng(3).normal(size=(2, 8))
+    pe = sinusoidal_positions(6 + 8, 8)
+    for i, offset in enumerate(e.values):
+        e.show(i)
+        rope, added = (np.asarray(line.get_ydata()) for line in e.figure.axes[1].lines)
+        assert np.ptp(rope) < 1e-12
+        p = 4
+        expected = rotate(q[None], [p]) @ rotate(k[None], [p + offset]).T / np.sqrt(8)
+        assert rope[0] == pytest.approx(expected.item(), abs=1e-12)
+        assert added[0] == pytest.approx((q + pe[p]) @ (k + pe[p + offset]) / np.sqrt(8))
+        assert np.ptp(added) > 1e-3

@@ -141,8 +141,10 @@ def test_chapter_runs_in_jupyterlab_and_shows_kernel_output(browser, lab):
         context.close()
 
 
-def test_dk_explorer_slider_updates_the_figure_live_in_jupyterlab(browser, lab):
-    context, page, blocked = open_notebook(browser, lab, "chapters/05_scaling.ipynb")
+@pytest.mark.parametrize("chapter, name", [("chapters/05_scaling.ipynb", "d_k"),
+                                           ("chapters/11_positions.ipynb", "offset")])
+def test_explorer_slider_updates_the_figure_live_in_jupyterlab(browser, lab, chapter, name):
+    context, page, blocked = open_notebook(browser, lab, chapter)
     try:
         try:
             run_all_cells(page)
@@ -167,7 +169,8 @@ def test_dk_explorer_slider_updates_the_figure_live_in_jupyterlab(browser, lab):
         while image.screenshot() == before_pixels:
             assert time.monotonic() < deadline, "the figure did not change after the slider moved"
             time.sleep(0.3)
-        print(f"\n[lab] d_k explorer: slider {before_label} -> {label.inner_text()}, "
+        print(f"\n[lab] {name} explorer ({chapter}): slider {before_label} -> "
+              f"{label.inner_text()}, "
               f"figure redrawn by the kernel; {len(blocked)} requests outside 127.0.0.1")
     finally:
         context.close()

@@ -1,0 +1,83 @@
+"""Attention over blocks of keys with the online softmax, in numpy.
+
+The idea behind FlashAttention: never hold the (n_q, n_k) matrix of scores.
+Keys and values are visited block_size at a time; each query keeps a running
+maximum m of its scores, a running sum l of exp(score - m) and a running
+weighted sum of values, and rescales the last two by exp(m_old - m_new)
+whenever the maximum grows. The largest temporary is (..., n_q, block_size).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._checks import as_mask, as_real, positive_number, require_finite, require_ndim
+
+__all__ = ["blockwise_attention"]
+
+
+def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.ndarray:
+    """softmax(scale * Q Kᵀ) V computed one block of keys at a time.
+
+    Taught in chapter 12. Equal (to rounding) to the output of
+    `scaled_dot_product_attention` with the same arguments, but its largest
+    temporary array is (..., n_q, block_size) instead of (..., n_q, n_k).
+
+    Q: (..., n_q, d_k)
+    K: (..., n_k, d_k)
+    V: (..., n_k, d_v)
+    block_size: keys per block, an integer >= 1; the last block may be shorter.
+    mask: boolean, broadcastable to (..., n_q, n_k); True = may attend. A query
+       whose keys are all masked gets a zero output, as in attnbook.core.
+    scale: defaults to 1/sqrt(d_k).
+    returns the output, (..., n_q, d_v). There are no weights to return: they
+       never exist as one matrix.
+    """
+    Q, K, V = as_real(Q, "Q"), as_real(K, "K"), as_real(V, "V")
+    require_ndim(Q, "Q", ">=2", "(..., n_q, d_k)")
+    require_ndim(K, "K", ">=2", "(..., n_k, d_k)")
+    require_ndim(V, "V", ">=2", "(..., n_k, d_v)")
+    n_q, (n_k, d_k) = Q.shape[-2], K.shape[-2:]
+    if Q.shape[-1] != d_k:
+        raise ValueError(f"Q and K must share d_k (their last axis): expected Q "
+                         f"(..., n_q, {d_k}) to match K of shape {K.shape}; got Q "
+                         f"of shape {Q.shape}")
+    if d_k == 0 or n_k == 0:
+        raise ValueError(f"K must hold at least one key of width >= 1; got K of "
+                         f"shape {K.shape}")
+    if V.shape[-2] != n_k:
+        raise ValueError(f"V must have one row per key: expected (..., {n_k}, d_v) "
+                         f"to match K of shape {K.shape}; got V of shape {V.shape}")
+    if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size,
+                                                                   numbers.Integral):
+        raise TypeError(f"block_size must be an integer >= 1, got "
+                        f"{type(block_size).__name__} {block_size!r}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be an integer >= 1, got {block_size}")
+    try:
+        batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the batch dimensions of Q {Q.shape[:-2]}, K {K.shape[:-2]} "
+                         f"and V {V.shape[:-2]} do not broadcast together") from None
+    for name, a in (("Q", Q), ("K", K), ("V", V)):
+        require_finite(a, name)
+    scale = 1.0 / np.sqrt(d_k) if scale is None else positive_number(scale, "scale")
+    allowed = None if mask is None else as_mask(mask, "mask", batch + (n_q, n_k))
+
+    m = np.full(batch + (n_q, 1), -np.inf)            # running max of each query's scores
+    total = np.zeros(batch + (n_q, 1))                # running sum of exp(score - m)
+    acc = np.zeros(batch + (n_q, V.shape[-1]))        # running sum of exp(score - m) * value
+    for start in range(0, n_k, block_size):
+        stop = min(start + block_size, n_k)
+        s = scale * (Q @ np.swapaxes(K[..., start:stop, :], -1, -2))   # (..., n_q, b)
+        if allowed is not None:
+            s = np.where(allowed[..., start:stop], s, -np.inf)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))           # (..., n_q, 1)
+        shift = np.where(np.isneginf(m_new), 0.0, m_new)               # all masked so far
+        rescale = np.exp(m - shift)                                    # (..., n_q, 1), <= 1
+        p = np.exp(s - shift)                                          # (..., n_q, b)
+        total = total * rescale + p.sum(axis=-1, keepdims=True)
+        acc = acc * rescale + p @ V[..., start:stop, :]                # (..., n_q, d_v)
+        m = m_new
+    return np.divide(acc, total, out=np.zeros_like(acc), where=total > 0)  # (..., n_q, d_v)

@@ -1,0 +1,90 @@
+"""Positions: the sinusoidal encoding and rotary embeddings (RoPE), in numpy.
+
+Both use the same frequencies. Dimension pair i (columns 2i and 2i+1) turns
+at the angular frequency w_i = 1 / base^(2i/d) per position, from 1 radian
+per position for i = 0 down to nearly 1/base for the last pair.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._checks import as_real, positive_number, require_finite, require_ndim
+
+__all__ = ["sinusoidal_positions", "rotate"]
+
+
+def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
+    """The Transformer's sinusoidal position encoding: one row per position.
+
+    Taught in chapter 11.
+
+    n: number of positions (an integer >= 1); rows are positions 0..n-1.
+    d: width of the encoding (an even integer >= 2), the d_model of the
+       embeddings it is added to.
+    base: finite number > 0 (10000 in the Transformer); the wavelengths run
+       from 2π up to about 2π·base.
+    returns PE of shape (n, d) with PE[p, 2i] = sin(p / base^(2i/d)) and
+       PE[p, 2i+1] = cos(p / base^(2i/d)).
+    """
+    n = _whole(n, "n", smallest=1)
+    d = _whole(d, "d", smallest=2)
+    if d % 2:
+        raise ValueError(f"d must be even (the encoding pairs a sine with a cosine "
+                         f"per frequency); got d = {d}")
+    base = positive_number(base, "base")
+    angles = np.arange(n)[:, None] * _frequencies(d, base)[None, :]   # (n, d/2)
+    pe = np.empty((n, d))
+    pe[:, 0::2] = np.sin(angles)                                      # columns 2i
+    pe[:, 1::2] = np.cos(angles)                                      # columns 2i+1
+    return pe
+
+
+def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
+    """Rotary position embedding (RoPE): turn each row by its position's angles.
+
+    Taught in chapter 11.
+
+    x: (..., n, d) queries or keys, one row per token; d must be even.
+    positions: (n,) the position of each row (integers, or any real numbers).
+    base: finite number > 0, as in `sinusoidal_positions`.
+    returns an array of x's shape: the pair (x[..., 2i], x[..., 2i+1]) of the
+       row at position p is rotated by the angle p / base^(2i/d). Rotations
+       keep lengths, and rotate(q, p) · rotate(k, m) depends on p and m only
+       through the offset m - p.
+    """
+    x = as_real(x, "x")
+    require_ndim(x, "x", ">=2", "(..., n, d)")
+    require_finite(x, "x")
+    n, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"x must have an even width d (RoPE rotates pairs of "
+                         f"columns); got x of shape {x.shape}")
+    p = as_real(positions, "positions")
+    if p.shape != (n,):
+        raise ValueError(f"positions must have shape (n,) = ({n},), one per row of x "
+                         f"of shape {x.shape}; got positions of shape {p.shape}")
+    require_finite(p, "positions")
+    base = positive_number(base, "base")
+    angles = p[:, None] * _frequencies(d, base)[None, :]               # (n, d/2)
+    cos, sin = np.cos(angles), np.sin(angles)                          # (n, d/2)
+    even, odd = x[..., 0::2], x[..., 1::2]                             # (..., n, d/2)
+    out = np.empty_like(x)
+    out[..., 0::2] = even * cos - odd * sin
+    out[..., 1::2] = even * sin + odd * cos
+    return out
+
+
+def _frequencies(d: int, base: float) -> np.ndarray:
+    """w_i = 1 / base^(2i/d) for i = 0..d/2-1: shape (d/2,)."""
+    return base ** (-np.arange(0, d, 2) / d)
+
+
+def _whole(k, name: str, smallest: int) -> int:
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {smallest}, got "
+                        f"{type(k).__name__} {k!r}")
+    if k < smallest:
+        raise ValueError(f"{name} must be an integer >= {smallest}, got {k}")
+    return int(k)
