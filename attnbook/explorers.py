@@ -325,10 +325,12 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
     fig, ax = plots.new_figure(6.0, 3.4)
     bars = ax.bar(range(len(s)), np.zeros(len(s)), color="#2166ac")
     ax.set_xticks(range(len(s)), labels=labels)
-    ax.set_ylim(0, 1.05)
+    ax.set_ylim(0, 1.15)                       # room for the "1.00" label above a full bar
     ax.set_ylabel("weight")
     ax.set_xlabel("keys")
     ax.axhline(1 / len(s), color="grey", lw=0.8, ls=":")
+    ax.text(len(s) - 0.5, 1 / len(s), f" uniform (1/{len(s)})", color="grey", fontsize=8,
+            ha="right", va="bottom")
     texts = [ax.text(j, 0, "", ha="center", va="bottom", fontsize=9) for j in range(len(s))]
     title = ax.set_title("")
 
