@@ -1,8 +1,9 @@
 """attnbook: the helpers of the book "Attention, Step by Step".
 
 The numpy core is imported here; `attnbook.plots`, `attnbook.explorers`,
-`attnbook.examples` and `attnbook.nn` (the only module that imports torch)
-load on first use, so `import attnbook` stays fast and torch-free.
+`attnbook.examples`, `attnbook.nn` and `attnbook.learn` (the only two modules
+that import torch) load on first use, so `import attnbook` stays fast and
+torch-free.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "nadaraya_watson", "toy_function", "toy_regression_data",
            "additive_scores"]
 
-_SUBMODULES = {"plots", "explorers", "examples", "nn"}
+_SUBMODULES = {"plots", "explorers", "examples", "nn", "learn"}
 
 
 def __getattr__(name: str):

@@ -24,7 +24,7 @@ from build_book import book_config  # noqa: E402
 from sphinx_docstrings import to_rst  # noqa: E402
 
 SEEDS = ROOT.parent / "shared" / "seeds"
-API_MODULES = ["core", "kernel", "scoring", "analysis", "multihead", "nn", "plots",
+API_MODULES = ["core", "kernel", "scoring", "analysis", "multihead", "nn", "learn", "plots",
                "explorers", "examples", "bugs", "book"]
 ENTRIES = glossary_entries()
 TERMS = [e.term for e in ENTRIES]

@@ -23,6 +23,10 @@ def make(kind):
     if kind == "attention":
         X = np.array([[1.0, 3, 2], [1, 1, 3], [1, 2, 1]])
         return ex.explore_attention(["I", "am", "good"], X, X, X, scale=1.0)
+    if kind == "training":
+        rng = np.random.default_rng(0)
+        weights = rng.dirichlet(np.ones(5), size=(4, 5))          # (4 snapshots, 5, 5)
+        return ex.explore_training([0, 10, 20, 30], weights, np.linspace(2.0, 0.1, 31))
     x_train, y_train, x_test, y_test = toy_regression_data(np.random.default_rng(0))
     return ex.explore_bandwidth(x_train, y_train, x_test, y_test)
 
@@ -40,11 +44,14 @@ def plotted_data(kind, e):
     if kind == "attention":
         rect = [p for p in axes[0].patches][0]
         return [np.array([rect.get_y()]), np.array([b.get_width() for b in axes[1].patches])]
+    if kind == "training":
+        return [np.asarray(axes[0].images[0].get_array()).copy(),
+                *[np.asarray(line.get_xdata(), dtype=float).copy() for line in axes[1].lines]]
     return [np.asarray(axes[0].lines[-1].get_ydata()).copy(),
             np.asarray(axes[1].images[0].get_array()).copy()]
 
 
-KINDS = ["dk", "temperature", "attention", "bandwidth"]
+KINDS = ["dk", "temperature", "attention", "bandwidth", "training"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -132,3 +139,29 @@ def test_static_frames_are_palette_pngs_that_look_like_the_full_colour_figure(ki
     diff = np.abs(np.asarray(frame.convert("RGB")).astype(int) - full)
     assert diff.shape == full.shape
     assert diff.mean() < 0.5 and np.percentile(diff, 99.9) <= 32, (diff.mean(), diff.max())
+
+
+def test_training_explorer_shows_the_recorded_weights_and_marks_their_step():
+    rng = np.random.default_rng(1)
+    weights = rng.dirichlet(np.ones(3), size=(3, 2))               # (3 snapshots, 2, 3)
+    losses = np.linspace(3.0, 0.5, 21)
+    e = ex.explore_training([0, 10, 20], weights, losses, index=0)
+    for i, step in enumerate([0, 10, 20]):
+        e.show(i)
+        np.testing.assert_array_equal(e.figure.axes[0].images[0].get_array(), weights[i])
+        marker, dot = e.figure.axes[1].lines[1:]
+        assert list(marker.get_xdata()) == [step, step]
+        assert list(dot.get_ydata()) == [losses[step]]
+    assert ex.explore_training([0, 10, 20], weights, losses).index == 2, "default: the last step"
+
+
+def test_training_explorer_inputs_are_checked():
+    w = np.full((2, 3, 3), 1 / 3)
+    with pytest.raises(ValueError, match=r"weights must have one matrix per step.*\(3, n_q, n_k\)"):
+        ex.explore_training([0, 1, 2], w, [1.0, 0.5])
+    with pytest.raises(ValueError, match=r"weights must have shape \(n_snapshots, n_q, n_k\)"):
+        ex.explore_training([0, 1], w[0], [1.0, 0.5])
+    with pytest.raises(ValueError, match=r"losses must have shape \(n_steps,\)"):
+        ex.explore_training([0, 1], w, [[1.0, 0.5]])
+    with pytest.raises(TypeError, match="steps"):
+        ex.explore_training(None, w, [1.0, 0.5])
