@@ -27,8 +27,10 @@ from torch import nn
 __all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data", "sinusoidal",
            "SequenceAttention", "LookupAttention", "TrainingRun", "train", "accuracy"]
 
-#: Held-out accuracy each task must reach, whatever the seed (chapter 13 and its tests).
+#: Held-out accuracy the reversal task must reach, whatever the seed (chapter 13
+#: states it, the tests check it).
 REVERSAL_TARGET = 0.95
+#: Held-out accuracy the lookup task must reach, whatever the seed (chapter 13).
 LOOKUP_TARGET = 0.95
 
 
@@ -51,7 +53,10 @@ def _generator(rng, name: str = "rng") -> np.random.Generator:
 def reversal_data(rng, n_sequences: int, n: int = 8, n_symbols: int = 16):
     """Sequences of n distinct symbols and their reversals (chapter 13's first task).
 
-    rng: np.random.Generator; n_sequences, n, n_symbols: integers, n <= n_symbols.
+    rng: np.random.Generator, the only source of randomness
+    n_sequences: how many sequences (rows)
+    n: sequence length, at most n_symbols
+    n_symbols: how many different symbols there are
     returns x (n_sequences, n) and y (n_sequences, n), int64, with
        y[:, i] = x[:, n - 1 - i].
     """
@@ -80,7 +85,10 @@ def lookup_data(rng, n_sequences: int, n_pairs: int = 6, n_keys: int = 16,
 
     Keys are distinct within a dictionary, values are drawn with replacement,
     and the query is one of the keys, chosen uniformly.
-    rng: np.random.Generator; n_pairs <= n_keys.
+    rng: np.random.Generator, the only source of randomness
+    n_sequences: how many dictionaries (rows)
+    n_pairs: pairs per dictionary, at most n_keys
+    n_keys, n_values: how many different keys and values there are
     returns Lookups(keys, values, query, target, match), all int64;
        target = values[row, match] and keys[row, match] = query.
     """
@@ -158,6 +166,7 @@ class SequenceAttention(nn.Module):
         self.register_buffer("pe", pe)                              # (n, d_model)
 
     def forward(self, tokens: torch.Tensor):
+        """tokens (batch, n) int64 -> logits (batch, n, n_symbols), weights (batch, n, n)."""
         _check_tokens(tokens, "tokens", 2, "(batch, n)", self.n_symbols)
         if tokens.shape[1] != self.n:
             raise ValueError(f"tokens must have shape (batch, {self.n}); got "
@@ -190,6 +199,8 @@ class LookupAttention(nn.Module):
             self.readout = nn.Linear(d_model, self.n_values)
 
     def forward(self, keys: torch.Tensor, values: torch.Tensor, query: torch.Tensor):
+        """keys, values (batch, n_pairs), query (batch,), all int64
+        -> logits (batch, n_values), weights (batch, n_pairs)."""
         _check_tokens(keys, "keys", 2, "(batch, n_pairs)", self.n_keys)
         _check_tokens(values, "values", 2, "(batch, n_pairs)", self.n_values)
         _check_tokens(query, "query", 1, "(batch,)", self.n_keys)
@@ -259,12 +270,18 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
           lr: float = 0.02, seed: int = 0, probe=None, snapshot_every: int = 15) -> TrainingRun:
     """Train `model` in place with Adam and cross-entropy (chapter 13).
 
+    Each step draws batch_size rows from a torch.Generator seeded with
+    `seed`, on one CPU thread, so a run is reproducible.
+    model: a module whose forward returns (logits, weights)
     inputs: tuple of arrays, each with one row per training sequence, passed
-       to model(*inputs); target: integer array of the logits' shape minus
-       the last axis. Each step draws batch_size rows from a torch.Generator
-       seeded with `seed`, on one CPU thread, so a run is reproducible.
+       to model(*inputs)
+    target: integer array of the logits' shape minus the last axis
+    steps: how many gradient steps
+    batch_size: training rows per step
+    lr: Adam's step size, > 0
+    seed: seeds the generator that draws the batches
     probe: optional tuple of inputs whose attention weights are recorded at
-       step 0, every snapshot_every steps, and after the last step.
+       step 0, every snapshot_every steps, and after the last step
     returns TrainingRun(losses (steps,), snapshot_steps, snapshots).
     """
     steps, batch_size = _count(steps, "steps"), _count(batch_size, "batch_size")
@@ -309,8 +326,11 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
 def accuracy(model: nn.Module, inputs, target) -> float:
     """Fraction of answers (every position of every sequence) the model gets right.
 
-    Taught in chapter 13. inputs: tuple of arrays passed to model(*inputs);
-    target: integer array with the logits' shape minus the last axis.
+    Taught in chapter 13.
+    model: a module whose forward returns (logits, weights)
+    inputs: tuple of arrays passed to model(*inputs)
+    target: integer array with the logits' shape minus the last axis
+    returns a float in [0, 1].
     """
     xs, y = _as_tensors(inputs, "inputs"), torch.as_tensor(np.asarray(target))
     model.eval()
