@@ -233,10 +233,15 @@ class TrainingRun(NamedTuple):
     snapshots: np.ndarray     # (n_snapshots, ...), the probe's attention weights then
 
 
+def _tensor(a) -> torch.Tensor:
+    """`a` as a tensor; numpy views with negative strides (x[:, ::-1]) are copied."""
+    return a if isinstance(a, torch.Tensor) else torch.as_tensor(np.ascontiguousarray(a))
+
+
 def _as_tensors(arrays, name: str) -> tuple[torch.Tensor, ...]:
     if not isinstance(arrays, (tuple, list)) or not arrays:
         raise TypeError(f"{name} must be a non-empty tuple of arrays, got {type(arrays).__name__}")
-    out = tuple(torch.as_tensor(np.asarray(a)) for a in arrays)
+    out = tuple(_tensor(a) for a in arrays)
     if any(t.shape[:1] != out[0].shape[:1] for t in out):
         raise ValueError(f"every array in {name} must have one row per sequence; got shapes "
                          f"{[tuple(t.shape) for t in out]}")
@@ -288,7 +293,7 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     snapshot_every, seed = _count(snapshot_every, "snapshot_every"), _count(seed, "seed", 0)
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    xs, y = _as_tensors(inputs, "inputs"), torch.as_tensor(np.asarray(target))
+    xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
     if y.shape[:1] != xs[0].shape[:1]:
         raise ValueError(f"target must have one row per sequence like inputs; got target "
                          f"{tuple(y.shape)} and inputs {tuple(xs[0].shape)}")
@@ -332,7 +337,7 @@ def accuracy(model: nn.Module, inputs, target) -> float:
     target: integer array with the logits' shape minus the last axis
     returns a float in [0, 1].
     """
-    xs, y = _as_tensors(inputs, "inputs"), torch.as_tensor(np.asarray(target))
+    xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
     model.eval()
     with torch.no_grad():
         logits, _ = model(*xs)

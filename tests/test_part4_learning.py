@@ -158,6 +158,13 @@ def test_the_written_out_adam_agrees_with_torch_optim_adam():
     assert (ours - start).abs().min() > 0.1, "every parameter should have moved"
 
 
+def test_reversed_numpy_views_are_accepted_as_inputs_and_targets(reversal):
+    (x, _), _ = reversal
+    model = learn.SequenceAttention(seed=0)
+    learn.train(model, (x[:64],), x[:64, ::-1], steps=1)
+    assert 0 <= learn.accuracy(model, (x[:64, ::-1],), x[:64]) <= 1
+
+
 def test_training_leaves_the_global_rng_and_thread_count_as_they_were(reversal):
     (x, y), _ = reversal
     threads, state = torch.get_num_threads(), torch.get_rng_state()
