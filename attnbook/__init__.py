@@ -2,9 +2,9 @@
 
 The numpy core (`core`, `kernel`, `scoring`, `positions`, `blockwise`) is
 imported here. The other modules (`attnbook.plots`, `attnbook.explorers`,
-`attnbook.nn`, which is the only one that imports torch, and the rest) load
-on first use, as `attnbook.<name>` or by an import,
-so `import attnbook` stays fast and torch-free.
+`attnbook.nn` and `attnbook.learn`, the only two that import torch, and the
+rest) load on first use, as `attnbook.<name>` or by an import, so
+`import attnbook` stays fast and torch-free.
 """
 from __future__ import annotations
 
@@ -29,7 +29,8 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "nadaraya_watson", "toy_function", "toy_regression_data",
            "additive_scores", "sinusoidal_positions", "rotate", "blockwise_attention"]
 
-_SUBMODULES = {"analysis", "book", "bugs", "examples", "explorers", "multihead", "nn", "plots"}
+_SUBMODULES = {"analysis", "book", "bugs", "examples", "explorers", "learn", "multihead",
+               "nn", "plots"}
 
 
 def __getattr__(name: str):

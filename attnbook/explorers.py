@@ -39,7 +39,7 @@ from .core import _softmax, scaled_dot_product_attention, softmax
 from .kernel import nadaraya_watson
 
 __all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
-           "explore_bandwidth"]
+           "explore_bandwidth", "explore_rope_offset", "explore_training"]
 
 LIVE_DPI = 72      # live frames: redrawn by blitting, encoded with fast PNG settings
 STATIC_DPI = 72    # build-time frames: a chapter with several explorers stays under 3 MB
@@ -465,9 +465,6 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
 
 # -- chapter 11: positions ----------------------------------------------------------------
 
-__all__ += ["explore_rope_offset"]
-
-
 def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
                         base: float = 10000.0, seed: int = 0, index: int | None = None
                         ) -> Explorer:
@@ -533,3 +530,53 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
                     "rotary embeddings (one curve whatever the query position) and for "
                     "added sinusoidal encodings (a different curve at each position)",
                     dynamic=[marker, line_rope, line_added, title])
+
+
+# -- chapter 13: attention that learns ------------------------------------------------------
+
+def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = None,
+                     col_labels: Sequence[str] | None = None, index: int = -1,
+                     title: str = "attention weights") -> Explorer:
+    """Slide over training steps: the attention pattern forming (chapter 13).
+
+    steps: (n_snapshots,) the training steps at which the weights were recorded.
+    weights: (n_snapshots, n_q, n_k) the probe's attention weights at each step.
+    losses: (n_steps,) the training loss at every step, drawn with the
+       current step marked.
+    row_labels / col_labels: names of the n_q queries and n_k keys.
+    index: the snapshot shown first (default: the last, after training).
+    """
+    steps, losses = as_real(steps, "steps"), as_real(losses, "losses")
+    w = as_real(weights, "weights")
+    require_ndim(steps, "steps", (1,), "(n_snapshots,)")
+    require_ndim(w, "weights", (3,), "(n_snapshots, n_q, n_k)")
+    require_ndim(losses, "losses", (1,), "(n_steps,)")
+    if w.shape[0] != steps.shape[0]:
+        raise ValueError(f"weights must have one matrix per step: expected "
+                         f"({steps.shape[0]}, n_q, n_k); got {w.shape}")
+    n_snap, n_q, n_k = w.shape
+    index = index % n_snap
+    fig, (ax_w, ax_loss) = plots.new_figure(9.0, 3.2 + 0.18 * n_q, ncols=2,
+                                            gridspec_kw={"width_ratios": [n_k + 2, 8]})
+    plots.heatmap(w[index], ax=ax_w, row_labels=row_labels, col_labels=col_labels,
+                  title=title, annotate=False)
+    im = ax_w.images[0]
+    ax_loss.plot(np.arange(len(losses)), losses, color="#2166ac", lw=1)
+    ax_loss.set_xlabel("training step")
+    ax_loss.set_ylabel("training loss")
+    marker = ax_loss.axvline(steps[index], color="#d95f02", lw=1.5)
+    dot, = ax_loss.plot([], [], "o", color="#d95f02", ms=5)
+    caption = fig.suptitle("")
+
+    def update(i: int) -> None:
+        im.set_data(w[i])
+        s = steps[i]
+        marker.set_xdata([s, s])
+        at = int(min(s, len(losses) - 1))
+        dot.set_data([at], [losses[at]])
+        caption.set_text(f"after {int(s)} training steps")
+
+    return Explorer("step", [int(s) for s in steps], [str(int(s)) for s in steps], fig,
+                    update, index, "Attention weights of a probe input at each recorded "
+                    "training step, beside the training loss curve with that step marked",
+                    dynamic=[im, marker, dot, caption])

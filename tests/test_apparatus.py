@@ -30,7 +30,7 @@ from sphinx_docstrings import to_rst  # noqa: E402
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
-               "nn", "plots", "explorers", "examples", "bugs", "book"]
+               "nn", "learn", "plots", "explorers", "examples", "bugs", "book"]
 ENTRIES = glossary_entries()
 TERMS = [e.term for e in ENTRIES]
 

@@ -25,6 +25,10 @@ def make(kind):
         return ex.explore_attention(["I", "am", "good"], X, X, X, scale=1.0)
     if kind == "rope":
         return ex.explore_rope_offset()
+    if kind == "training":
+        rng = np.random.default_rng(0)
+        weights = rng.dirichlet(np.ones(5), size=(4, 5))          # (4 snapshots, 5, 5)
+        return ex.explore_training([0, 10, 20, 30], weights, np.linspace(2.0, 0.1, 31))
     x_train, y_train, x_test, y_test = toy_regression_data(np.random.default_rng(0))
     return ex.explore_bandwidth(x_train, y_train, x_test, y_test)
 
@@ -45,11 +49,14 @@ def plotted_data(kind, e):
     if kind == "rope":
         return [np.asarray(axes[0].lines[0].get_xdata(), dtype=float).copy(),
                 *[np.asarray(line.get_ydata()).copy() for line in axes[1].lines]]
+    if kind == "training":
+        return [np.asarray(axes[0].images[0].get_array()).copy(),
+                *[np.asarray(line.get_xdata(), dtype=float).copy() for line in axes[1].lines]]
     return [np.asarray(axes[0].lines[-1].get_ydata()).copy(),
             np.asarray(axes[1].images[0].get_array()).copy()]
 
 
-KINDS = ["dk", "temperature", "attention", "bandwidth", "rope"]
+KINDS = ["dk", "temperature", "attention", "bandwidth", "rope", "training"]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -155,3 +162,29 @@ def test_rope_offset_explorer_is_flat_for_rope_and_not_for_added_sinusoids():
         assert rope[0] == pytest.approx(expected.item(), abs=1e-12)
         assert added[0] == pytest.approx((q + pe[p]) @ (k + pe[p + offset]) / np.sqrt(8))
         assert np.ptp(added) > 1e-3
+
+
+def test_training_explorer_shows_the_recorded_weights_and_marks_their_step():
+    rng = np.random.default_rng(1)
+    weights = rng.dirichlet(np.ones(3), size=(3, 2))               # (3 snapshots, 2, 3)
+    losses = np.linspace(3.0, 0.5, 21)
+    e = ex.explore_training([0, 10, 20], weights, losses, index=0)
+    for i, step in enumerate([0, 10, 20]):
+        e.show(i)
+        np.testing.assert_array_equal(e.figure.axes[0].images[0].get_array(), weights[i])
+        marker, dot = e.figure.axes[1].lines[1:]
+        assert list(marker.get_xdata()) == [step, step]
+        assert list(dot.get_ydata()) == [losses[step]]
+    assert ex.explore_training([0, 10, 20], weights, losses).index == 2, "default: the last step"
+
+
+def test_training_explorer_inputs_are_checked():
+    w = np.full((2, 3, 3), 1 / 3)
+    with pytest.raises(ValueError, match=r"weights must have one matrix per step.*\(3, n_q, n_k\)"):
+        ex.explore_training([0, 1, 2], w, [1.0, 0.5])
+    with pytest.raises(ValueError, match=r"weights must have shape \(n_snapshots, n_q, n_k\)"):
+        ex.explore_training([0, 1], w[0], [1.0, 0.5])
+    with pytest.raises(ValueError, match=r"losses must have shape \(n_steps,\)"):
+        ex.explore_training([0, 1], w, [[1.0, 0.5]])
+    with pytest.raises(TypeError, match="steps"):
+        ex.explore_training(None, w, [1.0, 0.5])

@@ -1,0 +1,333 @@
+"""Attention that learns: two tiny tasks and one-layer attention models for them.
+
+Taught in chapter 13. Task data come from numpy generators that take an
+`rng`; models are torch modules whose forward returns (logits, weights)
+explicitly, nothing stored on the module. Training runs on CPU with one
+thread and a seeded torch.Generator, so the same seed gives the same
+weights, bit for bit, on every run.
+
+The two tasks:
+- reversal: read n distinct symbols, write them back in reverse order. The
+  answer at position i sits at position n-1-i, whatever the symbols are, so
+  only positions can find it.
+- lookup: read n_pairs (key, value) pairs and a query key, answer the value
+  paired with it (chapter 1's dict). Only content can find it.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from .positions import sinusoidal_positions
+
+__all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data",
+           "SequenceAttention", "LookupAttention", "TrainingRun", "train", "accuracy"]
+
+#: Held-out accuracy the reversal task must reach, whatever the seed (chapter 13
+#: states it, the tests check it).
+REVERSAL_TARGET = 0.95
+#: Held-out accuracy the lookup task must reach, whatever the seed (chapter 13).
+LOOKUP_TARGET = 0.95
+
+
+def _count(x, name: str, minimum: int = 1) -> int:
+    """`x` as an int >= minimum, or an error naming `name`."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {type(x).__name__} {x!r}")
+    if x < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {x}")
+    return int(x)
+
+
+def _generator(rng, name: str = "rng") -> np.random.Generator:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy Generator (np.random.default_rng(seed)), "
+                        f"got {type(rng).__name__}")
+    return rng
+
+
+def reversal_data(rng, n_sequences: int, n: int = 8, n_symbols: int = 16):
+    """Sequences of n distinct symbols and their reversals (chapter 13's first task).
+
+    rng: np.random.Generator, the only source of randomness
+    n_sequences: how many sequences (rows)
+    n: sequence length, at most n_symbols
+    n_symbols: how many different symbols there are
+    returns x (n_sequences, n) and y (n_sequences, n), int64, with
+       y[:, i] = x[:, n - 1 - i].
+    """
+    rng = _generator(rng)
+    n_sequences, n = _count(n_sequences, "n_sequences"), _count(n, "n", 2)
+    n_symbols = _count(n_symbols, "n_symbols", 2)
+    if n > n_symbols:
+        raise ValueError(f"n must be <= n_symbols for distinct symbols; got n={n}, "
+                         f"n_symbols={n_symbols}")
+    x = rng.random((n_sequences, n_symbols)).argsort(axis=1)[:, :n]   # (n_sequences, n)
+    return x.astype(np.int64), x[:, ::-1].astype(np.int64).copy()
+
+
+class Lookups(NamedTuple):
+    """A batch of the lookup task (see `lookup_data`)."""
+    keys: np.ndarray      # (n_sequences, n_pairs), distinct within a row
+    values: np.ndarray    # (n_sequences, n_pairs)
+    query: np.ndarray     # (n_sequences,), one of the row's keys
+    target: np.ndarray    # (n_sequences,), the value paired with the query
+    match: np.ndarray     # (n_sequences,), the index of the matching pair
+
+
+def lookup_data(rng, n_sequences: int, n_pairs: int = 6, n_keys: int = 16,
+                n_values: int = 16) -> Lookups:
+    """Dictionaries of n_pairs (key, value) pairs and one query each (chapter 13).
+
+    Keys are distinct within a dictionary, values are drawn with replacement,
+    and the query is one of the keys, chosen uniformly.
+    rng: np.random.Generator, the only source of randomness
+    n_sequences: how many dictionaries (rows)
+    n_pairs: pairs per dictionary, at most n_keys
+    n_keys, n_values: how many different keys and values there are
+    returns Lookups(keys, values, query, target, match), all int64;
+       target = values[row, match] and keys[row, match] = query.
+    """
+    rng = _generator(rng)
+    n_sequences, n_pairs = _count(n_sequences, "n_sequences"), _count(n_pairs, "n_pairs")
+    n_keys, n_values = _count(n_keys, "n_keys"), _count(n_values, "n_values")
+    if n_pairs > n_keys:
+        raise ValueError(f"n_pairs must be <= n_keys for distinct keys; got n_pairs="
+                         f"{n_pairs}, n_keys={n_keys}")
+    keys = rng.random((n_sequences, n_keys)).argsort(axis=1)[:, :n_pairs]   # (n_seq, n_pairs)
+    values = rng.integers(0, n_values, size=(n_sequences, n_pairs))         # (n_seq, n_pairs)
+    match = rng.integers(0, n_pairs, size=n_sequences)                       # (n_seq,)
+    rows = np.arange(n_sequences)
+    return Lookups(*(a.astype(np.int64) for a in (keys, values, keys[rows, match],
+                                                  values[rows, match], match)))
+
+
+def _attend(x_q, x_k, x_v, W_q, W_k, W_v):
+    """One head: softmax(x_q W_q (x_k W_k)ᵀ / √d) x_v W_v, and the weights."""
+    q, k, v = W_q(x_q), W_k(x_k), W_v(x_v)                          # (..., n_q|n_k, d)
+    scores = q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1])        # (..., n_q, n_k)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights                                      # (..., n_q, d)
+
+
+@contextlib.contextmanager
+def _seeded(seed: int):
+    """Draw torch's random numbers from torch.manual_seed(seed) inside the block,
+    and leave the global random state as it was before."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(_count(seed, "seed", 0))
+        yield
+
+
+class SequenceAttention(nn.Module):
+    """One self-attention layer that reads symbols and writes a symbol per position.
+
+    Taught in chapter 13. x_j = embedding(token_j) + PE_j (PE: sinusoidal
+    positions, or nothing with positions=False); one head of width d_model;
+    a linear readout to n_symbols logits.
+    forward(tokens (batch, n) int64) -> logits (batch, n, n_symbols) and
+    weights (batch, n, n), rows = queries (output positions), columns = keys.
+    """
+
+    def __init__(self, n_symbols: int = 16, n: int = 8, d_model: int = 32,
+                 positions: bool = True, seed: int = 0):
+        super().__init__()
+        self.n_symbols, self.n = _count(n_symbols, "n_symbols", 2), _count(n, "n", 2)
+        d_model = _count(d_model, "d_model", 2)
+        if d_model % 2:
+            raise ValueError(f"d_model must be even (sin and cos pairs), got {d_model}")
+        with _seeded(seed):
+            self.embed = nn.Embedding(self.n_symbols, d_model)      # N(0, 1) entries
+            self.W_q, self.W_k, self.W_v = (nn.Linear(d_model, d_model, bias=False)
+                                            for _ in range(3))
+            self.readout = nn.Linear(d_model, self.n_symbols)
+        pe = (torch.from_numpy(sinusoidal_positions(self.n, d_model)).float() if positions
+              else torch.zeros(self.n, d_model))
+        self.register_buffer("pe", pe)                              # (n, d_model)
+
+    def forward(self, tokens: torch.Tensor):
+        """tokens (batch, n) int64 -> logits (batch, n, n_symbols), weights (batch, n, n)."""
+        _check_tokens(tokens, "tokens", 2, "(batch, n)", self.n_symbols)
+        if tokens.shape[1] != self.n:
+            raise ValueError(f"tokens must have shape (batch, {self.n}); got "
+                             f"{tuple(tokens.shape)}")
+        x = self.embed(tokens) + self.pe                            # (batch, n, d_model)
+        mixed, weights = _attend(x, x, x, self.W_q, self.W_k, self.W_v)
+        return self.readout(mixed), weights                         # (batch, n, n_symbols)
+
+
+class LookupAttention(nn.Module):
+    """One query attends over n_pairs (key, value) tokens (chapter 13's dict).
+
+    Taught in chapter 13. Pair j is the token x_j = E_key[key_j] + E_value[value_j];
+    the query is E_key[query]. One head of width d_model, then a linear readout
+    to n_values logits. There are no positions: a dict has no order.
+    forward(keys (batch, n_pairs), values (batch, n_pairs), query (batch,))
+    -> logits (batch, n_values) and weights (batch, n_pairs).
+    """
+
+    def __init__(self, n_keys: int = 16, n_values: int = 16, d_model: int = 32,
+                 seed: int = 0):
+        super().__init__()
+        self.n_keys, self.n_values = _count(n_keys, "n_keys"), _count(n_values, "n_values")
+        d_model = _count(d_model, "d_model")
+        with _seeded(seed):
+            self.key_embed = nn.Embedding(self.n_keys, d_model)     # N(0, 1) entries
+            self.value_embed = nn.Embedding(self.n_values, d_model)
+            self.W_q, self.W_k, self.W_v = (nn.Linear(d_model, d_model, bias=False)
+                                            for _ in range(3))
+            self.readout = nn.Linear(d_model, self.n_values)
+
+    def forward(self, keys: torch.Tensor, values: torch.Tensor, query: torch.Tensor):
+        """keys, values (batch, n_pairs), query (batch,), all int64
+        -> logits (batch, n_values), weights (batch, n_pairs)."""
+        _check_tokens(keys, "keys", 2, "(batch, n_pairs)", self.n_keys)
+        _check_tokens(values, "values", 2, "(batch, n_pairs)", self.n_values)
+        _check_tokens(query, "query", 1, "(batch,)", self.n_keys)
+        if values.shape != keys.shape or query.shape[0] != keys.shape[0]:
+            raise ValueError(f"keys and values must have the same shape (batch, n_pairs) and "
+                             f"query shape (batch,); got keys {tuple(keys.shape)}, values "
+                             f"{tuple(values.shape)}, query {tuple(query.shape)}")
+        pairs = self.key_embed(keys) + self.value_embed(values)     # (batch, n_pairs, d_model)
+        q = self.key_embed(query)[:, None, :]                       # (batch, 1, d_model)
+        mixed, weights = _attend(q, pairs, pairs, self.W_q, self.W_k, self.W_v)
+        return self.readout(mixed[:, 0]), weights[:, 0]             # (batch, n_values), (batch, n_pairs)
+
+
+def _check_tokens(t, name: str, ndim: int, layout: str, vocab: int) -> None:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor of integer ids, got {type(t).__name__}")
+    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer ids (int64), got dtype {t.dtype}")
+    if t.dim() != ndim:
+        raise ValueError(f"{name} must have shape {layout}; got shape {tuple(t.shape)}")
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= vocab):
+        raise ValueError(f"{name} must hold ids in [0, {vocab - 1}]; got values from "
+                         f"{int(t.min())} to {int(t.max())}")
+
+
+class TrainingRun(NamedTuple):
+    """What `train` records."""
+    losses: np.ndarray        # (steps,), the training loss at each step
+    snapshot_steps: np.ndarray  # (n_snapshots,), the steps at which weights were recorded
+    snapshots: np.ndarray     # (n_snapshots, ...), the probe's attention weights then
+
+
+def _tensor(a) -> torch.Tensor:
+    """`a` as a tensor; numpy views with negative strides (x[:, ::-1]) are copied."""
+    return a if isinstance(a, torch.Tensor) else torch.as_tensor(np.ascontiguousarray(a))
+
+
+def _as_tensors(arrays, name: str) -> tuple[torch.Tensor, ...]:
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        raise TypeError(f"{name} must be a non-empty tuple of arrays, got {type(arrays).__name__}")
+    out = tuple(_tensor(a) for a in arrays)
+    if any(t.shape[:1] != out[0].shape[:1] for t in out):
+        raise ValueError(f"every array in {name} must have one row per sequence; got shapes "
+                         f"{[tuple(t.shape) for t in out]}")
+    return out
+
+
+class _Adam:
+    """Adam (Kingma & Ba 2015), the same arithmetic as torch.optim.Adam with
+    its defaults, written out: torch.optim's first use imports torch's
+    compiler, which costs seconds that a notebook should not spend."""
+
+    def __init__(self, params: list, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
+        self.m = [torch.zeros_like(p) for p in params]   # running mean of the gradient
+        self.v = [torch.zeros_like(p) for p in params]   # running mean of its square
+
+    @torch.no_grad()
+    def step(self) -> None:
+        self.t += 1
+        b1, b2 = self.betas
+        for p, m, v in zip(self.params, self.m, self.v, strict=True):
+            if p.grad is None:
+                continue
+            m.mul_(b1).add_(p.grad, alpha=1 - b1)
+            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
+            denom = (v.sqrt() / math.sqrt(1 - b2 ** self.t)).add_(self.eps)
+            p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
+
+
+def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 64,
+          lr: float = 0.02, seed: int = 0, probe=None, snapshot_every: int = 15) -> TrainingRun:
+    """Train `model` in place with Adam and cross-entropy (chapter 13).
+
+    Each step draws batch_size rows from a torch.Generator seeded with
+    `seed`, on one CPU thread, so a run is reproducible.
+    model: a module whose forward returns (logits, weights)
+    inputs: tuple of arrays, each with one row per training sequence, passed
+       to model(*inputs)
+    target: integer array of the logits' shape minus the last axis
+    steps: how many gradient steps
+    batch_size: training rows per step
+    lr: Adam's step size, > 0
+    seed: seeds the generator that draws the batches
+    probe: optional tuple of inputs whose attention weights are recorded at
+       step 0, every snapshot_every steps, and after the last step
+    returns TrainingRun(losses (steps,), snapshot_steps, snapshots).
+    """
+    steps, batch_size = _count(steps, "steps"), _count(batch_size, "batch_size")
+    snapshot_every, seed = _count(snapshot_every, "snapshot_every"), _count(seed, "seed", 0)
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
+    if y.shape[:1] != xs[0].shape[:1]:
+        raise ValueError(f"target must have one row per sequence like inputs; got target "
+                         f"{tuple(y.shape)} and inputs {tuple(xs[0].shape)}")
+    probe = None if probe is None else _as_tensors(probe, "probe")
+    generator = torch.Generator().manual_seed(seed)
+    adam = _Adam(list(model.parameters()), float(lr))
+    losses, marks, shots = np.zeros(steps), [], []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)            # same summation order, so same bits, everywhere
+    try:
+        for step in range(steps + 1):
+            if probe is not None and (step % snapshot_every == 0 or step == steps):
+                model.eval()
+                with torch.no_grad():
+                    shots.append(model(*probe)[1].numpy().copy())
+                marks.append(step)
+            if step == steps:
+                break
+            model.train()
+            rows = torch.randint(len(y), (batch_size,), generator=generator)
+            logits, _ = model(*(x[rows] for x in xs))
+            loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                               y[rows].reshape(-1))
+            model.zero_grad()
+            loss.backward()
+            adam.step()
+            losses[step] = loss.item()
+    finally:
+        torch.set_num_threads(threads)
+    model.eval()
+    return TrainingRun(losses, np.array(marks, dtype=int),
+                       np.array(shots) if shots else np.zeros((0,)))
+
+
+def accuracy(model: nn.Module, inputs, target) -> float:
+    """Fraction of answers (every position of every sequence) the model gets right.
+
+    Taught in chapter 13.
+    model: a module whose forward returns (logits, weights)
+    inputs: tuple of arrays passed to model(*inputs)
+    target: integer array with the logits' shape minus the last axis
+    returns a float in [0, 1].
+    """
+    xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
+    model.eval()
+    with torch.no_grad():
+        logits, _ = model(*xs)
+    if tuple(logits.shape[:-1]) != tuple(y.shape):
+        raise ValueError(f"target must have shape {tuple(logits.shape[:-1])} (the logits' "
+                         f"shape minus the last axis); got {tuple(y.shape)}")
+    return float((logits.argmax(-1) == y).double().mean())
