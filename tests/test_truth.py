@@ -139,8 +139,6 @@ COMPARISON = re.compile(
 CHECKED_ELSEWHERE = {
     ("02_soft_lookup", "more than any stored value"): "test_part1.py::test_ch2_exercise_answers",
     ("03_word_vectors", "more than apple's 2.8"): "test_part1.py::test_ch3_exercise_answers",
-    ("04_softmax_attention", "larger than the largest float64"):
-        "not data: a property of float64, printed by the cell above it",
     ("04_softmax_attention", "matters more than it looks"): "not data: a turn of phrase",
     ("04_softmax_attention", "should get most of the weight"):
         "test_part1.py::test_ch4_exercise_answers",
