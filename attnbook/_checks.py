@@ -77,6 +77,74 @@ def positive_number(x, name: str) -> float:
     return x
 
 
+def finite_number(x, name: str) -> float:
+    """Return `x` as a float if it is a finite real number (of any sign), else raise."""
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
+            x = x.item()
+        else:
+            raise TypeError(f"{name} must be a real number, got "
+                            f"{type(x).__name__} {x!r}")
+    x = float(x)
+    if not np.isfinite(x):
+        raise ValueError(f"{name} must be a finite number, got {x}")
+    return x
+
+
+def generator(rng, name: str = "rng") -> np.random.Generator:
+    """Return `rng` if it is a numpy Generator, else raise TypeError naming `name`."""
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"{name} must be a numpy Generator, e.g. "
+                        f"np.random.default_rng(0); got {type(rng).__name__}")
+    return rng
+
+
+def positive_ints(values, name: str) -> list[int]:
+    """Return `values` as a non-empty list of integers >= 1, or raise naming the entry."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__") \
+            or (isinstance(values, np.ndarray) and values.ndim != 1):
+        raise TypeError(f"{name} must be a sequence of positive integers, got "
+                        f"{type(values).__name__} {values!r}")
+    out = [positive_int(v, f"{name}[{i}]") for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name} must hold at least one value; got none")
+    return out
+
+
+def as_distribution(w, name: str) -> np.ndarray:
+    """Return `w` as float64 rows of probabilities along the last axis, or raise.
+
+    Each row must be >= 0 and sum to 1 within rounding (a tolerance that grows
+    with the row length and with the precision of the dtype that arrived), or
+    be all 0: the weights of a fully masked query.
+    """
+    if hasattr(w, "detach") and hasattr(w, "numpy"):  # a torch tensor
+        w = w.detach().cpu().numpy()
+    arrived = getattr(w, "dtype", None)
+    a = as_real(w, name)
+    require_ndim(a, name, ">=1", "(..., n)")
+    require_finite(a, name)
+    if a.shape[-1] == 0:
+        raise ValueError(f"{name} must have at least one entry along its last axis; "
+                         f"got shape {a.shape}")
+    if (a < 0).any():
+        where = tuple(int(i) for i in np.argwhere(a < 0)[0])
+        raise ValueError(f"{name} must be probabilities (each >= 0); found {a[where]} at "
+                         f"index {where} of {name} with shape {a.shape}")
+    eps = np.finfo(arrived).eps if arrived is not None and \
+        np.issubdtype(arrived, np.floating) else np.finfo(np.float64).eps
+    tol = max(1e-9, 8 * eps * np.sqrt(a.shape[-1]))
+    totals = a.sum(axis=-1)
+    bad = (np.abs(totals - 1) > tol) & (totals != 0)
+    if bad.any():
+        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        row = f"row {where} of {name} with shape {a.shape}" if a.ndim > 1 else \
+            f"{name} of shape {a.shape}"
+        raise ValueError(f"each row of {name} must sum to 1 (within {tol:.1g}), or be all 0 "
+                         f"for a fully masked query; {row} sums to {float(totals[where])!r}")
+    return a
+
+
 def as_mask(mask, name: str, target_shape: tuple[int, ...]) -> np.ndarray:
     """Return a boolean mask broadcast to `target_shape` (True = may attend)."""
     if hasattr(mask, "detach") and hasattr(mask, "numpy"):

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._checks import as_real
+from ._checks import as_distribution, finite_number, generator, positive_int, positive_ints
 from .core import _softmax
 
 __all__ = ["softmax_jacobian", "entropy", "dk_statistics", "score_variance"]
@@ -14,43 +14,76 @@ __all__ = ["softmax_jacobian", "entropy", "dk_statistics", "score_variance"]
 def softmax_jacobian(p) -> np.ndarray:
     """Jacobian of softmax at output p: ∂p_i/∂x_j = p_i (δ_ij − p_j).
 
-    p: (..., n) softmax outputs; returns (..., n, n) = diag(p) − p pᵀ.
+    p: (..., n) softmax outputs: each row >= 0 and summing to 1, or all 0
+       (a fully masked query, whose weights do not move: its Jacobian is 0).
+    returns (..., n, n) = diag(p) − p pᵀ.
     """
-    p = as_real(p, "p")
+    p = as_distribution(p, "p")
+    return _jacobian(p)
+
+
+def _jacobian(p: np.ndarray) -> np.ndarray:
+    """softmax_jacobian without checks."""
     return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]
 
 
 def entropy(weights) -> np.ndarray:
-    """Shannon entropy (nats) along the last axis; 0·log 0 counts as 0."""
-    w = as_real(weights, "weights")
+    """Shannon entropy (nats) along the last axis; 0·log 0 counts as 0.
+
+    weights: (..., n) attention weights: each row >= 0 and summing to 1, or
+       all 0 (a fully masked query, whose entropy is 0).
+    returns (...,) one entropy per row.
+    """
+    return _entropy(as_distribution(weights, "weights"))
+
+
+def _entropy(w: np.ndarray) -> np.ndarray:
+    """entropy without checks."""
     with np.errstate(divide="ignore", invalid="ignore"):
         logs = np.where(w > 0, np.log(w), 0.0)
-    return -(w * logs).sum(axis=-1)
+    return 0.0 - (w * logs).sum(axis=-1)                  # 0.0 -: no -0 for a one-hot row
 
 
 def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
                   n_k: int = 16, mean: float = 0.0) -> dict:
     """For q, K with N(mean, 1) entries, per d_k: score spread and softmax saturation.
 
+    d_ks: the widths to measure, positive integers
+    rng: a numpy Generator, e.g. np.random.default_rng(seed)
+    n_q: queries drawn per d_k, a positive integer
+    n_k: keys drawn per d_k, a positive integer
+    mean: the mean of every entry, a finite number
+
     Returns arrays over d_ks for "raw" (q·k) and "scaled" (q·k/√d_k) scores:
     std_*: standard deviation of the scores;
     max_*: mean largest weight per query; ent_*: mean entropy of the weights;
     grad_*: mean Frobenius norm of the softmax Jacobian (how much the weights
     still respond to their inputs); and "scores": the raw scores per d_k.
+    A mean so large that the scores or their spread overflow float64 raises.
     """
+    d_ks = positive_ints(d_ks, "d_ks")
+    rng = generator(rng)
+    n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
+    mean = finite_number(mean, "mean")
     keys = ("std", "max", "ent", "grad")
     stats = {f"{k}_{t}": [] for k in keys for t in ("raw", "scaled")}
     stats["scores"] = []
     for d_k in d_ks:
         Q = rng.normal(mean, 1.0, size=(n_q, d_k))
         K = rng.normal(mean, 1.0, size=(n_k, d_k))
-        raw = Q @ K.T                                          # (n_q, n_k)
+        with np.errstate(over="ignore", invalid="ignore"):   # an overflow is named below
+            raw = Q @ K.T                                      # (n_q, n_k)
+            spread = raw.std()
+        if not (np.isfinite(raw).all() and np.isfinite(spread)):
+            raise ValueError(f"the scores or their spread overflow float64 for mean = "
+                             f"{mean:g} at d_k = {d_k} (q·k grows like d_k · mean²); "
+                             f"choose a smaller |mean|")
         for tag, s in (("raw", raw), ("scaled", raw / np.sqrt(d_k))):
             w = _softmax(s, axis=1)                            # (n_q, n_k)
             stats[f"std_{tag}"].append(s.std())
             stats[f"max_{tag}"].append(w.max(axis=1).mean())
-            stats[f"ent_{tag}"].append(entropy(w).mean())
-            stats[f"grad_{tag}"].append(np.linalg.norm(softmax_jacobian(w), axis=(1, 2)).mean())
+            stats[f"ent_{tag}"].append(_entropy(w).mean())
+            stats[f"grad_{tag}"].append(np.linalg.norm(_jacobian(w), axis=(1, 2)).mean())
         stats["scores"].append(raw)
     return {k: (v if k == "scores" else np.array(v)) for k, v in stats.items()}
 
@@ -61,8 +94,17 @@ def score_variance(d_ks: Sequence[int], rng: np.random.Generator, n_pairs: int =
 
     q and k have independent N(0, 1) entries; each pair is fresh, so the
     estimate's relative error is about sqrt(2 / n_pairs) (1 % for 20000).
+    d_ks: the widths to measure, positive integers
+    rng: a numpy Generator, e.g. np.random.default_rng(seed)
+    n_pairs: an integer >= 2 (one pair has no spread to measure)
+    chunk: pairs drawn at a time, a positive integer (it bounds memory, not the result)
     returns (var_raw, var_scaled), arrays over d_ks.
     """
+    d_ks = positive_ints(d_ks, "d_ks")
+    rng = generator(rng)
+    if positive_int(n_pairs, "n_pairs") < 2:
+        raise ValueError(f"n_pairs must be at least 2 to measure a variance; got {n_pairs}")
+    chunk = positive_int(chunk, "chunk")
     sizes = [m for m in [chunk] * (n_pairs // chunk) + [n_pairs % chunk] if m]
     var_raw = []
     for d_k in d_ks:

@@ -4,7 +4,11 @@ Nothing here computes; chapters and tests compute from these inputs.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 import numpy as np
+
+from ._checks import as_real, require_finite, require_ndim
 
 __all__ = ["FRUIT_TABLE", "FRUIT_WEIGHTS", "WORDS", "WORD_GROUPS", "ANALOGY",
            "I_AM_GOOD", "KARIM", "word_matrix"]
@@ -64,12 +68,36 @@ ANALOGY = {
 
 
 def word_matrix(words, table=None) -> np.ndarray:
-    """Stack the vectors of `words` (from WORDS, or `table`) as rows: (n, d)."""
+    """Stack the vectors of `words` (from WORDS, or `table`) as rows: (n, d).
+
+    words: a non-empty list of words (a single string is refused: it is not a
+       list of its letters)
+    table: a dict word -> vector; the vectors share one width d and are finite
+    """
     table = WORDS if table is None else table
+    if not isinstance(table, Mapping):
+        raise TypeError(f"table must be a dict word -> vector, got {type(table).__name__}")
+    if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
+        raise TypeError(f"words must be a list of words, got {type(words).__name__} "
+                        f"{words!r}" + (f"; for one word use [{words!r}]"
+                                        if isinstance(words, str) else ""))
+    words = list(words)
+    if not words:
+        raise ValueError("words must hold at least one word; got none")
     missing = [w for w in words if w not in table]
     if missing:
         raise KeyError(f"no vector for {missing}; known words: {sorted(table)}")
-    return np.stack([table[w] for w in words])
+    rows = []
+    for w in words:
+        v = as_real(table[w], f"the vector of {w!r}")
+        require_ndim(v, f"the vector of {w!r}", (1,), "(d,)")
+        require_finite(v, f"the vector of {w!r}")
+        if rows and v.shape != rows[0].shape:
+            raise ValueError(f"the words' vectors must share one width d: the vector of "
+                             f"{words[0]!r} has shape {rows[0].shape}, the vector of {w!r} "
+                             f"has shape {v.shape}")
+        rows.append(v)
+    return np.stack(rows)                                    # (n, d)
 
 
 class _IAmGood:

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ._checks import as_real, positive_number, require_finite, require_ndim
+from ._checks import as_real, generator, positive_number, require_finite, require_ndim
 from .core import _softmax
 
 __all__ = ["gaussian_scores", "nadaraya_watson", "toy_regression_data", "toy_function"]
@@ -124,9 +124,7 @@ def toy_regression_data(rng: np.random.Generator, n_train: int = 50,
     (noiseless, the curve a good fit should follow).
     returns (x_train, y_train, x_test, y_test), each 1-D.
     """
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError("rng must be a numpy Generator, e.g. "
-                        f"np.random.default_rng(0); got {type(rng).__name__}")
+    rng = generator(rng)
     for name, n in (("n_train", n_train), ("n_test", n_test)):
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
             raise ValueError(f"{name} must be a positive integer, got {n!r}")

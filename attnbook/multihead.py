@@ -5,7 +5,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._checks import as_real, require_finite, require_ndim
+from ._checks import (
+    as_mask,
+    as_real,
+    positive_int,
+    require_finite,
+    require_finite_scores,
+    require_ndim,
+)
 from .core import scaled_dot_product_attention
 
 __all__ = ["multi_head_attention", "split_heads", "merge_heads", "MultiHead"]
@@ -19,32 +26,58 @@ class MultiHead(NamedTuple):
     output: np.ndarray    # (n, d_model): concat @ W_o
 
 
-def split_heads(A: np.ndarray, n_heads: int) -> np.ndarray:
-    """(n, d_model) -> (h, n, d_head): columns [i*d_head, (i+1)*d_head) go to head i."""
+def split_heads(A, n_heads: int) -> np.ndarray:
+    """(n, d_model) -> (h, n, d_head): columns [i*d_head, (i+1)*d_head) go to head i.
+
+    A: (n, d_model), real and finite
+    n_heads: a positive integer that divides d_model
+    """
+    A = as_real(A, "A")
+    require_ndim(A, "A", (2,), "(n, d_model)")
+    n_heads = positive_int(n_heads, "n_heads")
     n, d_model = A.shape
-    return A.reshape(n, n_heads, d_model // n_heads).transpose(1, 0, 2)
+    if d_model % n_heads:
+        raise ValueError(f"n_heads = {n_heads} must divide d_model = {d_model} (the width "
+                         f"of A with shape {A.shape}) so that every head has the same width")
+    require_finite(A, "A")
+    return A.reshape(n, n_heads, d_model // n_heads).transpose(1, 0, 2)   # (h, n, d_head)
 
 
-def merge_heads(H: np.ndarray) -> np.ndarray:
-    """(h, n, d_head) -> (n, h*d_head): the inverse of split_heads."""
+def merge_heads(H) -> np.ndarray:
+    """(h, n, d_head) -> (n, h*d_head): the inverse of split_heads.
+
+    H: (h, n, d_head), real and finite
+    """
+    H = as_real(H, "H")
+    require_ndim(H, "H", (3,), "(h, n, d_head)")
+    require_finite(H, "H")
     h, n, d_head = H.shape
-    return H.transpose(1, 0, 2).reshape(n, h * d_head)
+    return H.transpose(1, 0, 2).reshape(n, h * d_head)                  # (n, d_model)
 
 
 def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads: int, mask=None) -> MultiHead:
     """Self-attention with n_heads heads, as in the Transformer.
 
-    X: (n, d_model); W_q, W_k, W_v, W_o: (d_model, d_model); d_model must be
-    divisible by n_heads, and each head has width d_head = d_model / n_heads.
+    X: (n, d_model)
+    W_q, W_k, W_v, W_o: (d_model, d_model)
+    n_heads: a positive integer that divides d_model; each head has width
+       d_head = d_model / n_heads
+    mask: boolean, broadcastable to (h, n, n); True = may attend
+    returns MultiHead(heads, weights, concat, output), shapes as in MultiHead.
+
     Q = X W_q is split by columns into heads; head i attends with scale
     1/sqrt(d_head); the head outputs are concatenated and multiplied by W_o.
+    Projections, scores or outputs that overflow float64 raise a ValueError
+    naming the product (X @ W_q, ...) instead of returning NaN or zero rows.
     """
     X = as_real(X, "X")
     require_ndim(X, "X", (2,), "(n, d_model)")
+    n, d_model = X.shape
+    if n == 0 or d_model == 0:
+        raise ValueError(f"X must have at least one token and one column, shape "
+                         f"(n, d_model) with n, d_model >= 1; got shape {X.shape}")
     require_finite(X, "X")
-    d_model = X.shape[1]
-    if isinstance(n_heads, bool) or not isinstance(n_heads, (int, np.integer)) or n_heads < 1:
-        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    n_heads = positive_int(n_heads, "n_heads")
     if d_model % n_heads:
         raise ValueError(f"d_model = {d_model} (X of shape {X.shape}) must be divisible by "
                          f"n_heads = {n_heads}")
@@ -57,7 +90,34 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads: int, mask=None) -> Mult
         require_finite(W, name)
         mats.append(W)
     W_q, W_k, W_v, W_o = mats
-    Q, K, V = (split_heads(X @ W, n_heads) for W in (W_q, W_k, W_v))   # (h, n, d_head) each
-    heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # (h, n, d_head), (h, n, n)
+    allowed = None if mask is None else as_mask(mask, "mask", (n_heads, n, n))
+    with np.errstate(over="ignore", invalid="ignore"):   # an overflow is named below
+        projected = [X @ W for W in (W_q, W_k, W_v)]                   # (n, d_model) each
+    for P, W in zip(projected, ("W_q", "W_k", "W_v"), strict=True):
+        _require_no_overflow(P, f"X @ {W}", f"rescale X or {W}")
+    Q, K, V = (split_heads(P, n_heads) for P in projected)             # (h, n, d_head) each
+    d_head = d_model // n_heads
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = 1.0 / np.sqrt(d_head) * (Q @ K.transpose(0, 2, 1))  # (h, n, n)
+    require_finite_scores(scores, allowed, f"each head's scores are (X @ W_q)(X @ W_k)ᵀ / "
+                          f"√d_head for its columns (the first index is the head, d_head = "
+                          f"{d_head}); rescale X, W_q or W_k")
+    try:
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # (h, n, d_head), (h, n, n)
+    except ValueError as err:    # all that is left: a weighted average of X @ W_v overflows
+        raise ValueError(f"the heads' outputs overflow float64: each is a weighted average of "
+                         f"rows of X @ W_v (largest |value| {np.abs(V).max():g}); rescale X or "
+                         f"W_v") from err
     concat = merge_heads(heads)                                        # (n, d_model)
-    return MultiHead(heads, weights, concat, concat @ W_o)             # output (n, d_model)
+    with np.errstate(over="ignore", invalid="ignore"):
+        output = concat @ W_o                                          # (n, d_model)
+    _require_no_overflow(output, "concat @ W_o", "rescale W_o (or X and W_v)")
+    return MultiHead(heads, weights, concat, output)
+
+
+def _require_no_overflow(P: np.ndarray, product: str, advice: str) -> None:
+    """Raise ValueError naming `product` if the finite inputs multiplied to NaN or inf."""
+    if not np.isfinite(P).all():
+        where = tuple(int(i) for i in np.argwhere(~np.isfinite(P))[0])
+        raise ValueError(f"{product} overflows float64: entry {where} of {product} with "
+                         f"shape {P.shape} is {P[where]}; {advice}")

@@ -4,7 +4,8 @@ arithmetic; and no input returns a silently wrong number (scores that
 overflow raise instead of posing as a fully masked row).
 
 The torch modules are in test_bad_input_nn.py, plots and explorers in
-test_bad_input_plots.py."""
+test_bad_input_plots.py, analysis, bugs, multihead and word_matrix in
+test_bad_input_analysis.py."""
 from __future__ import annotations
 
 import math
