@@ -76,12 +76,16 @@ def invalidate_cache_if_attnbook_changed() -> None:
 
 
 def book_config() -> dict:
-    """_config.yml, with the local extensions' paths made absolute: jupyter-book
-    resolves them against the folder of the config file it is given, and a
-    build from another config (ours in _build/, a scratch book) must find them."""
+    """_config.yml, with the local extensions' and the favicon's paths made
+    absolute: jupyter-book resolves them against the folder of the config file
+    it is given, and a build from another config (ours in _build/, a scratch
+    book) must find them."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     local = config["sphinx"].get("local_extensions") or {}
     config["sphinx"]["local_extensions"] = {name: str(ROOT / path) for name, path in local.items()}
+    sphinx = config["sphinx"]["config"]
+    if sphinx.get("html_favicon"):
+        sphinx["html_favicon"] = str(ROOT / sphinx["html_favicon"])
     return config
 
 

@@ -1,0 +1,197 @@
+"""Sphinx extension: what the book needs so that every reader can read it.
+
+- Chinese glyphs from the book itself. After the build, the Chinese
+  characters of every built page are collected, Noto Sans SC (npm package
+  @fontsource/noto-sans-sc, pinned in package.json) is cut down with fontTools
+  to exactly those characters, and the pages that contain Chinese get a
+  stylesheet that declares the subset with `unicode-range`. The characters
+  every such page shares (the sidebar's "English–中文") go into their own tiny
+  file, so a page fetches the larger file only if it shows the rest. A reader
+  without CJK fonts then sees the characters, not empty boxes.
+- A favicon.ico at the root of the build, for hosts and pages (the
+  index.html redirect) where a browser asks for /favicon.ico instead of the
+  `html_favicon` (_assets/favicon.svg) every page names: the same 3 x 3
+  attention-weight picture in cividis colours, drawn here with Pillow.
+- Accessible names that match the visible text: the "Show code cell content"
+  toggle (myst-nb labels it "Toggle hidden content") and the bibliography,
+  whose entries docutils marks with the deprecated role doc-biblioentry
+  inside role="list" (axe-core: a list without list items).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from html import escape
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util import logging
+
+LOG = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parent.parent
+FONT_DIR = ROOT / "node_modules" / "@fontsource" / "noto-sans-sc" / "files"
+FAMILY = "Attn Noto Sans SC"
+CSS = "_static/cjk/cjk.css"
+#: CJK punctuation, unified ideographs (and extension A/B+), compatibility
+#: ideographs, vertical/compatibility forms, full-width forms.
+CJK = re.compile(r"[\u2e80-\u2fdf\u3000-\u303f\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf"
+                 r"\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]")
+HEAD_END = "</head>"
+
+
+# --- Chinese glyphs -------------------------------------------------------
+
+def font_sources() -> list[Path]:
+    """The regular (400) Noto Sans SC files to take glyphs from, the full
+    simplified-Chinese file first, then fontsource's numbered slices."""
+    main = FONT_DIR / "noto-sans-sc-chinese-simplified-400-normal.woff2"
+    slices = sorted(FONT_DIR.glob("noto-sans-sc-[0-9]*-400-normal.woff2"),
+                    key=lambda p: int(p.name.split("-")[3]))
+    return [main, *slices] if main.is_file() else []
+
+
+def unicode_range(chars: set[str]) -> str:
+    return ",".join(f"U+{ord(c):X}" for c in sorted(chars))
+
+
+def subset_font(source: Path, chars: set[str], target: Path) -> None:
+    """Write the glyphs of `chars` from `source` to `target` (WOFF2)."""
+    from fontTools import subset
+    options = subset.Options()
+    options.flavor = "woff2"
+    options.layout_features = ["*"]          # keep vertical forms, locl etc.
+    options.name_IDs = ["*"]                 # keep the OFL licence notice
+    options.notdef_outline = True
+    font = subset.load_font(str(source), options)
+    subsetter = subset.Subsetter(options)
+    subsetter.populate(unicodes=[ord(c) for c in chars])
+    subsetter.subset(font)
+    subset.save_font(font, str(target), options)
+
+
+def plan_files(groups: list[set[str]]) -> list[tuple[Path, set[str]]]:
+    """For each group of characters, the font files that hold them: a list of
+    (source, characters). Characters no file holds are logged and left out."""
+    from fontTools.ttLib import TTFont
+    cmaps: dict[Path, set[int]] = {}
+    plan = []
+    for group in groups:
+        left = set(group)
+        for source in font_sources():
+            if not left:
+                break
+            if source not in cmaps:
+                cmaps[source] = set(TTFont(str(source), lazy=True).getBestCmap())
+            here = {c for c in left if ord(c) in cmaps[source]}
+            if here:
+                plan.append((source, here))
+                left -= here
+        if left:
+            LOG.info(f"[sphinx_a11y] Noto Sans SC has no glyph for {''.join(sorted(left))!r}")
+    return plan
+
+
+def _chinese_font(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    out = Path(app.outdir)
+    pages = {p: p.read_text(encoding="utf-8") for p in out.rglob("*.html")
+             if p.relative_to(out).parts[0] not in ("_static", "_images", "_sources")}
+    used = {p: set(CJK.findall(text)) for p, text in pages.items()}
+    with_cjk = [p for p, chars in used.items() if chars]
+    if not with_cjk:
+        return
+    if not font_sources():
+        LOG.info("[sphinx_a11y] @fontsource/noto-sans-sc is not installed (npm ci): "
+                 "Chinese text is left to the reader's own fonts")
+        return
+    common = set.intersection(*(used[p] for p in with_cjk))
+    rest = set.union(*(used[p] for p in with_cjk)) - common
+    folder = out / "_static" / "cjk"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.woff2"):
+        old.unlink()
+    faces = []
+    for source, chars in plan_files([g for g in (common, rest) if g]):
+        key = hashlib.sha256((source.name + "".join(sorted(chars))).encode()).hexdigest()[:10]
+        target = folder / f"noto-sans-sc-{key}.woff2"
+        subset_font(source, chars, target)
+        faces.append(f'@font-face {{\n  font-family: "{FAMILY}";\n  font-style: normal;\n'
+                     f'  font-weight: 400;\n  font-display: swap;\n'
+                     f'  src: url("{target.name}") format("woff2");\n'
+                     f'  unicode-range: {unicode_range(chars)};\n}}\n')
+        LOG.info(f"[sphinx_a11y] {target.name}: {len(chars)} characters from {source.name}, "
+                 f"{target.stat().st_size / 1024:.1f} KiB")
+    (folder / "cjk.css").write_text(
+        "/* Generated by tools/sphinx_a11y.py: Noto Sans SC (SIL OFL 1.1, npm package\n"
+        "   @fontsource/noto-sans-sc) cut down to the characters the book uses. */\n"
+        + "".join(faces)
+        + f':root {{\n  --pst-font-family-base: "{FAMILY}", var(--pst-font-family-base-system);\n'
+        f'  --pst-font-family-heading: "{FAMILY}", var(--pst-font-family-base-system);\n'
+        f'  --pst-font-family-monospace: var(--pst-font-family-monospace-system), "{FAMILY}";\n'
+        "}\n", encoding="utf-8")
+    for page in with_cjk:
+        href = Path("../" * (len(page.relative_to(out).parts) - 1) + CSS).as_posix()
+        link = f'<link rel="stylesheet" type="text/css" href="{escape(href)}" />\n'
+        text = pages[page]
+        if link not in text and HEAD_END in text:
+            page.write_text(text.replace(HEAD_END, link + HEAD_END, 1), encoding="utf-8")
+
+
+# --- favicon --------------------------------------------------------------
+
+#: Colours of _assets/favicon.svg: background, then the 3 x 3 weights row by row.
+ICON_BACKGROUND = "#002b62"
+ICON_CELLS = [["#fee838", "#4f576c", "#888578"],
+              ["#4f576c", "#fee838", "#4f576c"],
+              ["#888578", "#c8b866", "#fee838"]]
+
+
+def _favicon_ico(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    from PIL import Image, ImageDraw
+    image = Image.new("RGBA", (64, 64), (0, 0, 0, 0))
+    draw = ImageDraw.Draw(image)
+    draw.rounded_rectangle((0, 0, 63, 63), radius=8, fill=ICON_BACKGROUND)
+    for i, row in enumerate(ICON_CELLS):
+        for j, colour in enumerate(row):
+            x, y = 5 + 18 * j, 5 + 18 * i
+            draw.rectangle((x, y, x + 16, y + 16), fill=colour)
+    image.save(Path(app.outdir) / "favicon.ico", sizes=[(16, 16), (32, 32), (48, 48)])
+
+
+# --- accessible names -----------------------------------------------------
+
+def visit_citation(self, node):
+    """docutils' HTML5 citation, with role listitem in its role="list"."""
+    if not isinstance(node.previous_sibling(), type(node)):
+        self.body.append('<div role="list" class="citation-list">\n')
+    self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
+
+
+def depart_citation(self, node):
+    self.body.append("</div>\n")
+    if not isinstance(node.next_node(descend=False, siblings=True), type(node)):
+        self.body.append("</div>\n")
+
+
+def visit_hidden_input(self, node):
+    """myst-nb's folded code cell, without an aria-label that differs from
+    the visible "Show code cell content" (the summary's text names it)."""
+    classes = " ".join(node["classes"])
+    self.body.append(f'<details class="admonition hide {classes}">\n<summary>\n')
+    self.body.append(f'<p class="collapsed admonition-title">{escape(node["prompt_show"])}</p>\n')
+    self.body.append(f'<p class="expanded admonition-title">{escape(node["prompt_hide"])}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def setup(app):
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+    app.setup_extension("myst_nb")
+    app.add_node(HideCodeCellNode, override=True,
+                 html=(visit_hidden_input, depart_HideCellInput))
+    app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
+    app.connect("build-finished", _chinese_font)
+    app.connect("build-finished", _favicon_ico)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
