@@ -15,7 +15,6 @@ import threading
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
 from test_book import built_pages
 
@@ -409,6 +408,7 @@ def test_heatmap_colour_map_reads_without_colour_vision():
     blindness (a rainbow or red-green map fails this)."""
     import matplotlib
     import numpy as np
+
     from attnbook import plots
     cmap = matplotlib.colormaps[plots.CMAP]
     lightness = np.array([srgb_to_lightness(cmap(x)) for x in np.linspace(0, 1, 64)])
