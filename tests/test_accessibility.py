@@ -128,8 +128,9 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page_light_or_dark(
     assert not bad, json.dumps(bad, indent=1)
 
 
-def test_axe_audit_can_fail(tmp_path, browser):
-    """The audit must see a fault: low-contrast text and an unlabelled slider."""
+def test_axe_audit_can_fail(tmp_path, browser, built_book):
+    """The audit must see a fault: low-contrast text and an unlabelled slider.
+    (built_book: the build runs `npm ci`, which installs axe-core.)"""
     (tmp_path / "bad.html").write_text(
         "<!doctype html><html lang='en'><head><title>bad</title></head><body><main>"
         "<h1>Bad page</h1><p style='color:#bbb;background:#fff'>faint text</p>"
