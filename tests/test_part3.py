@@ -89,6 +89,8 @@ def test_ch8_glued_numbers_match_this_files_own_training_loop():
     assert glued_float(CH8, "mse_loo") == pytest.approx(mse_loo, rel=1e-9)
     assert glued_float(CH8, "mse_all") == pytest.approx(mse_all, rel=1e-9)
     assert glued_float(CH8, "mse_loo") < glued_float(CH8, "mse_all") < glued_float(CH8, "mse_avg")
+    # "the band is brightest in the corners"
+    assert glued_float(CH8, "corner_top") > glued_float(CH8, "middle_top")
 
 
 @pytest.mark.parametrize("seed", [2, 7, 11])
