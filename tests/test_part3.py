@@ -79,6 +79,24 @@ def test_nw_width_learned_with_leave_one_out_is_stable_and_without_it_grows(seed
     assert ws_all[-1] > ws_loo[-1] + 10                 # memorising pushes w up
     assert ws_all[-1] - ws_all[-11] > 0.2               # and it is still climbing
     assert mse_all > mse_loo                            # which hurts the test fit
+    # chapter 8's exercise ex-nw-seeds quotes these ranges for seeds 0 to 4
+    assert 3.0 <= ws_loo[-1] <= 5.0 and 0.2 <= 1 / ws_loo[-1] <= 0.33
+    assert 18.5 <= ws_all[-1] <= 23.0
+    assert ws_all[-1] >= 4 * ws_loo[-1]
+
+
+def test_ch8_exercise_limits_solution():
+    """ex-nw-limits: h = 1e-3 is nearest neighbour, h = 1e3 the mean, and at
+    1e-3 many test inputs see every kernel value underflow, yet no NaN."""
+    x, y, x_test, _ = toy_regression_data(np.random.default_rng(0))
+    nearest = y[np.abs(x_test[:, None] - x).argmin(axis=1)]
+    y_small, _ = nadaraya_watson(x_test, x, y, 1e-3)
+    np.testing.assert_allclose(y_small, nearest)
+    np.testing.assert_allclose(nadaraya_watson(x_test, x, y, 1e3)[0], y.mean(), atol=1e-4)
+    with np.errstate(under="ignore"):
+        all_underflow = np.exp(-(x_test[:, None] - x) ** 2 / 2e-6).sum(axis=1) == 0
+    assert all_underflow.sum() >= len(x_test) // 4, all_underflow.sum()
+    assert not np.isnan(y_small).any()
 
 
 def test_ch8_glued_numbers_match_this_files_own_training_loop():
