@@ -85,6 +85,22 @@ def test_nw_width_learned_with_leave_one_out_is_stable_and_without_it_grows(seed
     assert ws_all[-1] >= 4 * ws_loo[-1]
 
 
+def test_ch9_exercise_float16_mask_solution():
+    """ex-mask-fix16: an additive mask with float16's most negative finite value,
+    softmax in float16, matches masked_softmax to float16 precision."""
+    rng = np.random.default_rng(2)                       # chapter 9's Q5, K5
+    Q5, K5 = rng.normal(size=(5, 16)), rng.normal(size=(5, 16))
+    mask = causal_mask(5)
+    correct_masked = masked_softmax(Q5 @ K5.T / 4.0, mask=mask)
+    s16 = (Q5 @ K5.T / 4.0).astype(np.float16)
+    s16 = s16 + (~mask).astype(np.float16) * np.finfo(np.float16).min
+    e16 = np.exp(s16 - s16.max(axis=1, keepdims=True))
+    w16 = e16 / e16.sum(axis=1, keepdims=True)
+    assert w16.dtype == np.float16 and not np.isnan(w16).any()
+    assert (w16[~mask] == 0).all()
+    assert 1e-4 < np.abs(w16 - correct_masked).max() < 5e-4      # "about 3e-4"
+
+
 def test_ch8_exercise_limits_solution():
     """ex-nw-limits: h = 1e-3 is nearest neighbour, h = 1e3 the mean, and at
     1e-3 many test inputs see every kernel value underflow, yet no NaN."""
