@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._checks import as_distribution, finite_number, generator, positive_int, positive_ints
-from .core import _softmax
+from .core import softmax
 
 __all__ = ["softmax_jacobian", "entropy", "dk_statistics", "score_variance"]
 
@@ -79,7 +79,7 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
                              f"{mean:g} at d_k = {d_k} (q·k grows like d_k · mean²); "
                              f"choose a smaller |mean|")
         for tag, s in (("raw", raw), ("scaled", raw / np.sqrt(d_k))):
-            w = _softmax(s, axis=1)                            # (n_q, n_k)
+            w = softmax(s, axis=1)                             # (n_q, n_k)
             stats[f"std_{tag}"].append(s.std())
             stats[f"max_{tag}"].append(w.max(axis=1).mean())
             stats[f"ent_{tag}"].append(_entropy(w).mean())

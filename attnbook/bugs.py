@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import as_mask, as_real, require_finite, require_finite_scores, require_ndim
-from .core import _softmax
+from .core import softmax
 
 __all__ = ["softmax_over_queries", "mask_after_softmax", "multiply_by_sqrt_d",
            "float16_additive_mask", "queries_equal_keys", "BUGS"]
@@ -63,7 +63,7 @@ def softmax_over_queries(Q, K):
     """
     Q, K, _ = _checked(Q, K)
     scores = _scaled_scores(Q, K, "rescale Q or K")
-    return _softmax(scores, axis=0)
+    return softmax(scores, axis=0)
 
 
 def mask_after_softmax(Q, K, mask):
@@ -75,7 +75,7 @@ def mask_after_softmax(Q, K, mask):
     returns weights (n_q, n_k).
     """
     Q, K, mask = _checked(Q, K, mask, needs_mask=True)
-    weights = _softmax(_scaled_scores(Q, K, "rescale Q or K"), axis=1)
+    weights = softmax(_scaled_scores(Q, K, "rescale Q or K"), axis=1)
     return np.where(mask, weights, 0.0)
 
 
@@ -86,7 +86,7 @@ def multiply_by_sqrt_d(Q, K):
     returns weights (n_q, n_k).
     """
     Q, K, _ = _checked(Q, K)
-    return _softmax(_scaled_scores(Q, K, "rescale Q or K", times_sqrt_d=True), axis=1)
+    return softmax(_scaled_scores(Q, K, "rescale Q or K", times_sqrt_d=True), axis=1)
 
 
 def float16_additive_mask(Q, K, mask):
@@ -118,7 +118,7 @@ def queries_equal_keys(Q, K):
     returns weights (n_k, n_k).
     """
     _, K, _ = _checked(Q, K)
-    return _softmax(_scaled_scores(K, K, "rescale K"), axis=1)
+    return softmax(_scaled_scores(K, K, "rescale K"), axis=1)
 
 
 #: name -> (function, needs a mask)

@@ -21,6 +21,7 @@ from ._checks import (
     as_mask,
     as_real,
     axis_index,
+    positive_int,
     positive_number,
     require_finite,
     require_finite_scores,
@@ -252,15 +253,7 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
     torch's scaled_dot_product_attention(is_causal=True): query i sees keys
     0..i.
     """
-    n_q = _count(n_q, "n_q")
-    n_k = n_q if n_k is None else _count(n_k, "n_k")
+    n_q = positive_int(n_q, "n_q")
+    n_k = n_q if n_k is None else positive_int(n_k, "n_k")
     return np.tril(np.ones((n_q, n_k), dtype=bool))
 
-
-def _count(n, name: str) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"{name} must be a positive integer, got "
-                        f"{type(n).__name__} {n!r}")
-    if n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n}")
-    return int(n)

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ._checks import as_real, generator, positive_number, require_finite, require_ndim
-from .core import _softmax
+from .core import softmax
 
 __all__ = ["gaussian_scores", "nadaraya_watson", "toy_regression_data", "toy_function"]
 
@@ -61,7 +61,7 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
     with np.errstate(over="ignore", invalid="ignore"):        # too far: +inf, weight 0
         shift = 2 * ((a - a_min) / h) * ((a + a_min) / h)     # (d² - d_min²) / (2h²) >= 0
     shift = np.where(a == a_min, 0.0, shift)                  # the nearest keys score 0
-    weights = _softmax(-shift, axis=1)                        # (n_q, n_k)
+    weights = softmax(-shift, axis=1)                         # (n_q, n_k)
     with np.errstate(over="ignore", invalid="ignore"):
         y_hat = np.sum(weights * y, axis=1)                   # (n_q,)
     if not np.isfinite(y_hat).all():

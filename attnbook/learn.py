@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._checks import generator, integer_at_least, positive_int
 from .positions import sinusoidal_positions
 
 __all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data",
@@ -36,22 +37,6 @@ REVERSAL_TARGET = 0.95
 LOOKUP_TARGET = 0.95
 
 
-def _count(x, name: str, minimum: int = 1) -> int:
-    """`x` as an int >= minimum, or an error naming `name`."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(x).__name__} {x!r}")
-    if x < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {x}")
-    return int(x)
-
-
-def _generator(rng, name: str = "rng") -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"{name} must be a numpy Generator (np.random.default_rng(seed)), "
-                        f"got {type(rng).__name__}")
-    return rng
-
-
 def reversal_data(rng, n_sequences: int, n: int = 8, n_symbols: int = 16):
     """Sequences of n distinct symbols and their reversals (chapter 13's first task).
 
@@ -62,9 +47,10 @@ def reversal_data(rng, n_sequences: int, n: int = 8, n_symbols: int = 16):
     returns x (n_sequences, n) and y (n_sequences, n), int64, with
        y[:, i] = x[:, n - 1 - i].
     """
-    rng = _generator(rng)
-    n_sequences, n = _count(n_sequences, "n_sequences"), _count(n, "n", 2)
-    n_symbols = _count(n_symbols, "n_symbols", 2)
+    rng = generator(rng)
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    n = integer_at_least(n, "n", 2)
+    n_symbols = integer_at_least(n_symbols, "n_symbols", 2)
     if n > n_symbols:
         raise ValueError(f"n must be <= n_symbols for distinct symbols; got n={n}, "
                          f"n_symbols={n_symbols}")
@@ -94,9 +80,10 @@ def lookup_data(rng, n_sequences: int, n_pairs: int = 6, n_keys: int = 16,
     returns Lookups(keys, values, query, target, match), all int64;
        target = values[row, match] and keys[row, match] = query.
     """
-    rng = _generator(rng)
-    n_sequences, n_pairs = _count(n_sequences, "n_sequences"), _count(n_pairs, "n_pairs")
-    n_keys, n_values = _count(n_keys, "n_keys"), _count(n_values, "n_values")
+    rng = generator(rng)
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    n_pairs = positive_int(n_pairs, "n_pairs")
+    n_keys, n_values = positive_int(n_keys, "n_keys"), positive_int(n_values, "n_values")
     if n_pairs > n_keys:
         raise ValueError(f"n_pairs must be <= n_keys for distinct keys; got n_pairs="
                          f"{n_pairs}, n_keys={n_keys}")
@@ -121,7 +108,7 @@ def _seeded(seed: int):
     """Draw torch's random numbers from torch.manual_seed(seed) inside the block,
     and leave the global random state as it was before."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_count(seed, "seed", 0))
+        torch.manual_seed(integer_at_least(seed, "seed", 0))
         yield
 
 
@@ -138,8 +125,9 @@ class SequenceAttention(nn.Module):
     def __init__(self, n_symbols: int = 16, n: int = 8, d_model: int = 32,
                  positions: bool = True, seed: int = 0):
         super().__init__()
-        self.n_symbols, self.n = _count(n_symbols, "n_symbols", 2), _count(n, "n", 2)
-        d_model = _count(d_model, "d_model", 2)
+        self.n_symbols = integer_at_least(n_symbols, "n_symbols", 2)
+        self.n = integer_at_least(n, "n", 2)
+        d_model = integer_at_least(d_model, "d_model", 2)
         if d_model % 2:
             raise ValueError(f"d_model must be even (sin and cos pairs), got {d_model}")
         with _seeded(seed):
@@ -175,8 +163,9 @@ class LookupAttention(nn.Module):
     def __init__(self, n_keys: int = 16, n_values: int = 16, d_model: int = 32,
                  seed: int = 0):
         super().__init__()
-        self.n_keys, self.n_values = _count(n_keys, "n_keys"), _count(n_values, "n_values")
-        d_model = _count(d_model, "d_model")
+        self.n_keys = positive_int(n_keys, "n_keys")
+        self.n_values = positive_int(n_values, "n_values")
+        d_model = positive_int(d_model, "d_model")
         with _seeded(seed):
             self.key_embed = nn.Embedding(self.n_keys, d_model)     # N(0, 1) entries
             self.value_embed = nn.Embedding(self.n_values, d_model)
@@ -275,8 +264,9 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
        step 0, every snapshot_every steps, and after the last step
     returns TrainingRun(losses (steps,), snapshot_steps, snapshots).
     """
-    steps, batch_size = _count(steps, "steps"), _count(batch_size, "batch_size")
-    snapshot_every, seed = _count(snapshot_every, "snapshot_every"), _count(seed, "seed", 0)
+    steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
+    snapshot_every = positive_int(snapshot_every, "snapshot_every")
+    seed = integer_at_least(seed, "seed", 0)
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
     xs, y = _as_tensors(inputs, "inputs"), _tensor(target)

@@ -16,12 +16,12 @@ import numbers
 import torch
 from torch import nn
 
+from ._checks import positive_int
 from ._checks_torch import (
     allowed_keys,
     check_attention_inputs,
     check_dot_product_inputs,
     float_tensor,
-    positive_size,
     probability,
     require_finite_scores,
     require_finite_tensor,
@@ -95,9 +95,9 @@ class AdditiveAttention(nn.Module):
     def __init__(self, query_size: int, key_size: int, num_hiddens: int,
                  dropout: float = 0.0):
         super().__init__()
-        query_size = positive_size(query_size, "query_size")
-        key_size = positive_size(key_size, "key_size")
-        num_hiddens = positive_size(num_hiddens, "num_hiddens")
+        query_size = positive_int(query_size, "query_size")
+        key_size = positive_int(key_size, "key_size")
+        num_hiddens = positive_int(num_hiddens, "num_hiddens")
         dropout = probability(dropout)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
@@ -238,9 +238,8 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
                  max_len: int = 1024, bias: bool = True):
         super().__init__()
-        for name, k in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
-            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise ValueError(f"{name} must be a positive integer, got {k!r}")
+        d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
+        max_len = positive_int(max_len, "max_len")
         if d_model % n_heads:
             raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
         if not 0.0 <= dropout < 1.0:
