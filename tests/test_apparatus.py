@@ -30,7 +30,7 @@ from sphinx_docstrings import to_rst  # noqa: E402
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
-               "nn", "learn", "plots", "explorers", "examples", "bugs", "book"]
+               "nn", "learn", "plots", "explorers", "examples", "bugs", "glue"]
 ENTRIES = glossary_entries()
 TERMS = [e.term for e in ENTRIES]
 
@@ -309,7 +309,7 @@ def test_github_workflow_is_valid_and_runs_the_ci_script_then_publishes_the_book
 
 
 def test_glue_without_myst_nb_is_a_no_op(monkeypatch):
-    from attnbook.book import glue
+    from attnbook.glue import glue
     monkeypatch.setitem(sys.modules, "myst_nb", None)     # import myst_nb now fails
     assert glue("x", 1.5) is None
 
