@@ -78,7 +78,7 @@ class Explorer:
     values: the parameter values; labels: how each is shown.
     figure: the matplotlib Figure; update(index) changes its artists in place.
     dynamic: the artists update() changes (whole Axes allowed). The live form
-       draws everything else once and then redraws only these (blitting).
+    draws everything else once and then redraws only these (blitting).
     """
 
     def __init__(self, name: str, values: Sequence, labels: Sequence[str], figure: Figure,
@@ -542,7 +542,7 @@ def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = 
     steps: (n_snapshots,) the training steps at which the weights were recorded.
     weights: (n_snapshots, n_q, n_k) the probe's attention weights at each step.
     losses: (n_steps,) the training loss at every step, drawn with the
-       current step marked.
+    current step marked.
     row_labels / col_labels: names of the n_q queries and n_k keys.
     index: the snapshot shown first (default: the last, after training).
     """
