@@ -14,7 +14,7 @@ from ._checks import as_real, require_finite, require_ndim
 __all__ = ["FRUIT_TABLE", "FRUIT_WEIGHTS", "WORDS", "WORD_GROUPS", "ANALOGY",
            "WorkedExample", "I_AM_GOOD", "KARIM", "word_matrix"]
 
-#: The lookup table of Jay Mody's "An Intuition for Attention": key -> value.
+#: The lookup table (key -> value) of Jay Mody's "An Intuition for Attention".
 FRUIT_TABLE = {"apple": 10.0, "banana": 5.0, "chair": 2.0}
 
 #: The hand-chosen weights for the query "fruit" in the same post.
@@ -56,7 +56,7 @@ WORD_GROUPS = {
     "furniture": ("chair", "table", "sofa", "furniture"),
 }
 
-#: Toy 2-d vectors for the king - man + woman analogy: axis 0 ~ "royalty",
+#: Toy 2-d vectors for the king - man + woman analogy. Axis 0 ~ "royalty",
 #: axis 1 ~ "female minus male", with small deliberate imperfections.
 ANALOGY = {
     "man": _frozen([0.3, -1.0]),
@@ -69,11 +69,28 @@ ANALOGY = {
 
 
 def word_matrix(words, table=None) -> np.ndarray:
-    """Stack the vectors of `words` (from WORDS, or `table`) as rows: (n, d).
+    """Stack the vectors of `words` (from WORDS, or `table`) as rows.
 
-    words: a non-empty list of words (a single string is refused: it is not a
-       list of its letters)
-    table: a dict word -> vector; the vectors share one width d and are finite
+    Taught in :doc:`/chapters/03_word_vectors` (chapter 3).
+
+    Parameters
+    ----------
+    words : sequence of str
+        A non-empty list of words (a single string is refused: it is not a
+        list of its letters).
+    table : dict, optional
+        word -> vector; the vectors share one width d and are finite.
+        Defaults to WORDS.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        One row per word.
+
+    Raises
+    ------
+    KeyError
+        If a word has no vector; the message lists the known words.
     """
     table = WORDS if table is None else table
     if not isinstance(table, Mapping):
@@ -128,14 +145,14 @@ class WorkedExample:
     W_v: np.ndarray | None = None                            # (d_model, d_v)
 
 
-#: The "I am good" sentence: one 3-d word vector per token (rows of X), (n, d) = (3, 3).
+#: The "I am good" sentence, one 3-d word vector per token (rows of X), (n, d) = (3, 3).
 I_AM_GOOD = WorkedExample(
     tokens=("I", "am", "good"),
     X=_frozen([[1, 3, 2],
                [1, 1, 3],
                [1, 2, 1]]))                                  # (3, 3)
 
-#: Raimi Karim's "Illustrated: Self-Attention": 3 inputs of width 4. The weights
+#: The example of Raimi Karim's "Illustrated Self-Attention", 3 inputs of width 4. The weights
 #: are (d_model, d) = (4, 3) and multiply the inputs from the right:
 #: K = X @ W_k, Q = X @ W_q, V = X @ W_v.
 KARIM = WorkedExample(
