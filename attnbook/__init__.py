@@ -29,7 +29,7 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "nadaraya_watson", "toy_function", "toy_regression_data",
            "additive_scores", "sinusoidal_positions", "rotate", "blockwise_attention"]
 
-_SUBMODULES = {"analysis", "book", "bugs", "examples", "explorers", "learn", "multihead",
+_SUBMODULES = {"analysis", "bugs", "examples", "explorers", "glue", "learn", "multihead",
                "nn", "plots"}
 
 

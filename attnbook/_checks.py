@@ -63,15 +63,19 @@ def require_ndim(a: np.ndarray, name: str, allowed: tuple[int, ...] | str,
                          f"dimension(s), shape {a.shape}")
 
 
+def _real_scalar(x, name: str, expected: str) -> float:
+    """`x` as a float if it is a real number (a 0-d numeric array counts), else a
+    TypeError saying `name` must be `expected`."""
+    if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
+        x = x.item()
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be {expected}, got {type(x).__name__} {x!r}")
+    return float(x)
+
+
 def positive_number(x, name: str) -> float:
     """Return `x` as a float if it is a finite real number > 0, else raise."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
-        if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
-            x = x.item()
-        else:
-            raise TypeError(f"{name} must be a real number > 0, got "
-                            f"{type(x).__name__} {x!r}")
-    x = float(x)
+    x = _real_scalar(x, name, "a real number > 0")
     if not np.isfinite(x) or x <= 0:
         raise ValueError(f"{name} must be a finite number > 0, got {x}")
     return x
@@ -79,13 +83,7 @@ def positive_number(x, name: str) -> float:
 
 def finite_number(x, name: str) -> float:
     """Return `x` as a float if it is a finite real number (of any sign), else raise."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
-        if isinstance(x, np.ndarray) and x.ndim == 0 and x.dtype.kind in "iuf":
-            x = x.item()
-        else:
-            raise TypeError(f"{name} must be a real number, got "
-                            f"{type(x).__name__} {x!r}")
-    x = float(x)
+    x = _real_scalar(x, name, "a real number")
     if not np.isfinite(x):
         raise ValueError(f"{name} must be a finite number, got {x}")
     return x
@@ -163,12 +161,18 @@ def as_mask(mask, name: str, target_shape: tuple[int, ...]) -> np.ndarray:
 
 def axis_index(axis, ndim: int, name: str = "axis") -> int:
     """Return `axis` as a non-negative index into `ndim` axes, or raise."""
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(axis).__name__} {axis!r}")
+    _integer(axis, name, "an integer")
     if not -ndim <= axis < ndim:
         raise ValueError(f"{name}={axis} is out of range for an array with "
                          f"{ndim} dimension(s)")
     return int(axis) % ndim
+
+
+def _integer(n, name: str, expected: str) -> None:
+    """Raise a TypeError saying `name` must be `expected` unless `n` is an integer
+    (bool refused)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name} must be {expected}, got {type(n).__name__} {n!r}")
 
 
 def _short(a: np.ndarray) -> str:
@@ -176,20 +180,28 @@ def _short(a: np.ndarray) -> str:
     return text if a.size <= 4 else text[:-1] + " ...]"
 
 
+def integer_at_least(n, name: str, minimum: int) -> int:
+    """Return `n` as an int if it is an integer >= `minimum` (bool refused), else raise.
+
+    The one integer-count check of attnbook (the torch modules use it too): a
+    TypeError for anything that is not an integer, a ValueError for one that is
+    too small, each naming `name`.
+    """
+    expected = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+    _integer(n, name, expected)
+    if n < minimum:
+        raise ValueError(f"{name} must be {expected}, got {n}")
+    return int(n)
+
+
 def positive_int(n, name: str) -> int:
     """Return `n` as an int if it is an integer >= 1 (bool refused), else raise."""
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {type(n).__name__} {n!r}")
-    if n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n}")
-    return int(n)
+    return integer_at_least(n, name, 1)
 
 
 def index_into(index, n: int, name: str = "index") -> int:
     """Return `index` if it is an integer in [0, n - 1], else raise naming `name`."""
-    if isinstance(index, (bool, np.bool_)) or not isinstance(index, numbers.Integral):
-        raise TypeError(f"{name} must be an integer in [0, {n - 1}], got "
-                        f"{type(index).__name__} {index!r}")
+    _integer(index, name, f"an integer in [0, {n - 1}]")
     if not 0 <= index < n:
         raise ValueError(f"{name} must lie in [0, {n - 1}] (one of the {n} values), "
                          f"got {index}")

@@ -160,10 +160,3 @@ def check_dot_product_inputs(queries, keys, values):
     if keys.shape[-1] == 0:
         raise ValueError(f"d_k must be at least 1; got keys of shape {tuple(keys.shape)}")
 
-
-def positive_size(n, name: str) -> int:
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"{name} must be a positive integer, got {type(n).__name__} {n!r}")
-    if n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n}")
-    return int(n)

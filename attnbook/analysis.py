@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._checks import as_distribution, finite_number, generator, positive_int, positive_ints
-from .core import _softmax
+from .core import softmax
 
 __all__ = ["softmax_jacobian", "entropy", "dk_statistics", "score_variance"]
 
@@ -14,9 +14,18 @@ __all__ = ["softmax_jacobian", "entropy", "dk_statistics", "score_variance"]
 def softmax_jacobian(p) -> np.ndarray:
     """Jacobian of softmax at output p: ∂p_i/∂x_j = p_i (δ_ij − p_j).
 
-    p: (..., n) softmax outputs: each row >= 0 and summing to 1, or all 0
-       (a fully masked query, whose weights do not move: its Jacobian is 0).
-    returns (..., n, n) = diag(p) − p pᵀ.
+    Taught in :doc:`/chapters/05_scaling` (chapter 5).
+
+    Parameters
+    ----------
+    p : array_like, shape (..., n)
+        Softmax outputs: each row >= 0 and summing to 1, or all 0 (a fully
+        masked query, whose weights do not move: its Jacobian is 0).
+
+    Returns
+    -------
+    ndarray, shape (..., n, n)
+        diag(p) − p pᵀ.
     """
     p = as_distribution(p, "p")
     return _jacobian(p)
@@ -30,9 +39,18 @@ def _jacobian(p: np.ndarray) -> np.ndarray:
 def entropy(weights) -> np.ndarray:
     """Shannon entropy (nats) along the last axis; 0·log 0 counts as 0.
 
-    weights: (..., n) attention weights: each row >= 0 and summing to 1, or
-       all 0 (a fully masked query, whose entropy is 0).
-    returns (...,) one entropy per row.
+    Taught in :doc:`/chapters/05_scaling` (chapter 5).
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., n)
+        Attention weights: each row >= 0 and summing to 1, or all 0 (a fully
+        masked query, whose entropy is 0).
+
+    Returns
+    -------
+    ndarray, shape (...)
+        One entropy per row.
     """
     return _entropy(as_distribution(weights, "weights"))
 
@@ -48,18 +66,35 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
                   n_k: int = 16, mean: float = 0.0) -> dict:
     """For q, K with N(mean, 1) entries, per d_k: score spread and softmax saturation.
 
-    d_ks: the widths to measure, positive integers
-    rng: a numpy Generator, e.g. np.random.default_rng(seed)
-    n_q: queries drawn per d_k, a positive integer
-    n_k: keys drawn per d_k, a positive integer
-    mean: the mean of every entry, a finite number
+    Taught in :doc:`/chapters/05_scaling` (chapter 5).
 
-    Returns arrays over d_ks for "raw" (q·k) and "scaled" (q·k/√d_k) scores:
-    std_*: standard deviation of the scores;
-    max_*: mean largest weight per query; ent_*: mean entropy of the weights;
-    grad_*: mean Frobenius norm of the softmax Jacobian (how much the weights
-    still respond to their inputs); and "scores": the raw scores per d_k.
-    A mean so large that the scores or their spread overflow float64 raises.
+    Parameters
+    ----------
+    d_ks : sequence of int
+        The widths to measure, positive integers.
+    rng : numpy.random.Generator
+        For instance ``np.random.default_rng(seed)``.
+    n_q : int, default 200
+        Queries drawn per d_k, a positive integer.
+    n_k : int, default 16
+        Keys drawn per d_k, a positive integer.
+    mean : float, default 0.0
+        The mean of every entry, a finite number.
+
+    Returns
+    -------
+    dict
+        Arrays over d_ks for "raw" (q·k) and "scaled" (q·k/√d_k) scores:
+        ``std_*``, the standard deviation of the scores; ``max_*``, the mean
+        largest weight per query; ``ent_*``, the mean entropy of the weights;
+        ``grad_*``, the mean Frobenius norm of the softmax Jacobian (how much
+        the weights still respond to their inputs); and ``"scores"``, the raw
+        scores per d_k, each (n_q, n_k).
+
+    Raises
+    ------
+    ValueError
+        If the mean is so large that the scores or their spread overflow float64.
     """
     d_ks = positive_ints(d_ks, "d_ks")
     rng = generator(rng)
@@ -79,7 +114,7 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
                              f"{mean:g} at d_k = {d_k} (q·k grows like d_k · mean²); "
                              f"choose a smaller |mean|")
         for tag, s in (("raw", raw), ("scaled", raw / np.sqrt(d_k))):
-            w = _softmax(s, axis=1)                            # (n_q, n_k)
+            w = softmax(s, axis=1)                             # (n_q, n_k)
             stats[f"std_{tag}"].append(s.std())
             stats[f"max_{tag}"].append(w.max(axis=1).mean())
             stats[f"ent_{tag}"].append(_entropy(w).mean())
@@ -92,13 +127,27 @@ def score_variance(d_ks: Sequence[int], rng: np.random.Generator, n_pairs: int =
                    chunk: int = 1000):
     """Sample variance of q·k and of q·k/√d_k over independent (q, k) pairs.
 
+    Taught in :doc:`/chapters/05_scaling` (chapter 5).
+
     q and k have independent N(0, 1) entries; each pair is fresh, so the
     estimate's relative error is about sqrt(2 / n_pairs) (1 % for 20000).
-    d_ks: the widths to measure, positive integers
-    rng: a numpy Generator, e.g. np.random.default_rng(seed)
-    n_pairs: an integer >= 2 (one pair has no spread to measure)
-    chunk: pairs drawn at a time, a positive integer (it bounds memory, not the result)
-    returns (var_raw, var_scaled), arrays over d_ks.
+
+    Parameters
+    ----------
+    d_ks : sequence of int
+        The widths to measure, positive integers.
+    rng : numpy.random.Generator
+        For instance ``np.random.default_rng(seed)``.
+    n_pairs : int, default 20000
+        An integer >= 2 (one pair has no spread to measure).
+    chunk : int, default 1000
+        Pairs drawn at a time, a positive integer (it bounds memory, not the
+        result).
+
+    Returns
+    -------
+    var_raw, var_scaled : ndarray
+        One entry per width in d_ks.
     """
     d_ks = positive_ints(d_ks, "d_ks")
     rng = generator(rng)

@@ -20,19 +20,29 @@ __all__ = ["blockwise_attention"]
 def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.ndarray:
     """softmax(scale * Q Kᵀ) V computed one block of keys at a time.
 
-    Taught in chapter 12. Equal (to rounding) to the output of
-    `scaled_dot_product_attention` with the same arguments, but its largest
-    temporary array is (..., n_q, block_size) instead of (..., n_q, n_k).
+    Taught in :doc:`/chapters/12_attention_layer` (chapter 12).
 
-    Q: (..., n_q, d_k)
-    K: (..., n_k, d_k)
-    V: (..., n_k, d_v)
-    block_size: keys per block, an integer >= 1; the last block may be shorter.
-    mask: boolean, broadcastable to (..., n_q, n_k); True = may attend. A query
-       whose keys are all masked gets a zero output, as in attnbook.core.
-    scale: defaults to 1/sqrt(d_k).
-    returns the output, (..., n_q, d_v). There are no weights to return: they
-       never exist as one matrix.
+    Equal (to rounding) to the output of `scaled_dot_product_attention` with
+    the same arguments, but its largest temporary array is
+    (..., n_q, block_size) instead of (..., n_q, n_k).
+
+    Parameters
+    ----------
+    Q : array_like, shape (..., n_q, d_k)
+    K : array_like, shape (..., n_k, d_k)
+    V : array_like, shape (..., n_k, d_v)
+    block_size : int
+        Keys per block, an integer >= 1; the last block may be shorter.
+    mask : array_like of bool, broadcastable to (..., n_q, n_k), optional
+        True = may attend. A query whose keys are all masked gets a zero
+        output, as in attnbook.core.
+    scale : float, optional
+        Defaults to 1/sqrt(d_k).
+
+    Returns
+    -------
+    output : ndarray, shape (..., n_q, d_v)
+        There are no weights to return: they never exist as one matrix.
     """
     Q, K, V = as_real(Q, "Q"), as_real(K, "K"), as_real(V, "V")
     require_ndim(Q, "Q", ">=2", "(..., n_q, d_k)")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._checks import as_mask, as_real, require_finite, require_finite_scores, require_ndim
-from .core import _softmax
+from .core import softmax
 
 __all__ = ["softmax_over_queries", "mask_after_softmax", "multiply_by_sqrt_d",
            "float16_additive_mask", "queries_equal_keys", "BUGS"]
@@ -58,45 +58,83 @@ def _scaled_scores(A, B, what, times_sqrt_d=False):
 def softmax_over_queries(Q, K):
     """softmax over axis 0 instead of -1. Symptom: columns sum to 1, rows do not.
 
-    Q: (n_q, d_k)   K: (n_k, d_k)
-    returns weights (n_q, n_k).
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
+    Parameters
+    ----------
+    Q : array_like, shape (n_q, d_k)
+    K : array_like, shape (n_k, d_k)
+
+    Returns
+    -------
+    weights : ndarray, shape (n_q, n_k)
     """
     Q, K, _ = _checked(Q, K)
     scores = _scaled_scores(Q, K, "rescale Q or K")
-    return _softmax(scores, axis=0)
+    return softmax(scores, axis=0)
 
 
 def mask_after_softmax(Q, K, mask):
-    """Softmax first, then zero the masked weights. Symptom: masked entries are 0,
-    but rows sum to less than 1 (the removed share is never redistributed).
+    """Softmax first, then zero the masked weights.
 
-    Q: (n_q, d_k)   K: (n_k, d_k)
-    mask: boolean, broadcastable to (n_q, n_k); True = may attend
-    returns weights (n_q, n_k).
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
+    Symptom: masked entries are 0, but rows sum to less than 1 (the removed
+    share is never redistributed).
+
+    Parameters
+    ----------
+    Q : array_like, shape (n_q, d_k)
+    K : array_like, shape (n_k, d_k)
+    mask : array_like of bool, broadcastable to (n_q, n_k)
+        True = may attend.
+
+    Returns
+    -------
+    weights : ndarray, shape (n_q, n_k)
     """
     Q, K, mask = _checked(Q, K, mask, needs_mask=True)
-    weights = _softmax(_scaled_scores(Q, K, "rescale Q or K"), axis=1)
+    weights = softmax(_scaled_scores(Q, K, "rescale Q or K"), axis=1)
     return np.where(mask, weights, 0.0)
 
 
 def multiply_by_sqrt_d(Q, K):
     """scores * sqrt(d_k) instead of / sqrt(d_k). Symptom: near one-hot rows.
 
-    Q: (n_q, d_k)   K: (n_k, d_k)
-    returns weights (n_q, n_k).
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
+    Parameters
+    ----------
+    Q : array_like, shape (n_q, d_k)
+    K : array_like, shape (n_k, d_k)
+
+    Returns
+    -------
+    weights : ndarray, shape (n_q, n_k)
     """
     Q, K, _ = _checked(Q, K)
-    return _softmax(_scaled_scores(Q, K, "rescale Q or K", times_sqrt_d=True), axis=1)
+    return softmax(_scaled_scores(Q, K, "rescale Q or K", times_sqrt_d=True), axis=1)
 
 
 def float16_additive_mask(Q, K, mask):
-    """In float16, add (~mask) * -1e9 to the scores. -1e9 overflows to -inf in
-    float16, and 0 * -inf = NaN, so every score becomes NaN or -inf.
-    Symptom: every row is NaN (a blank heatmap).
+    """In float16, add (~mask) * -1e9 to the scores.
 
-    Q: (n_q, d_k)   K: (n_k, d_k)
-    mask: boolean, broadcastable to (n_q, n_k); True = may attend
-    returns weights (n_q, n_k), all NaN: the bug's symptom, not a bad input.
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
+    -1e9 overflows to -inf in float16, and 0 * -inf = NaN, so every score
+    becomes NaN or -inf. Symptom: every row is NaN (a blank heatmap).
+
+    Parameters
+    ----------
+    Q : array_like, shape (n_q, d_k)
+    K : array_like, shape (n_k, d_k)
+    mask : array_like of bool, broadcastable to (n_q, n_k)
+        True = may attend.
+
+    Returns
+    -------
+    weights : ndarray, shape (n_q, n_k)
+        All NaN: the bug's symptom, not a bad input.
     """
     Q, K, mask = _checked(Q, K, mask, needs_mask=True)
     scores = _scaled_scores(Q, K, "rescale Q or K")
@@ -110,15 +148,25 @@ def float16_additive_mask(Q, K, mask):
 
 
 def queries_equal_keys(Q, K):
-    """Passing the keys as queries (softmax(K Kᵀ)). Symptom: a bright diagonal,
-    each token attending mostly to itself whatever it should be asking.
+    """Passing the keys as queries (softmax(K Kᵀ)).
 
-    Q: (n_q, d_k), checked like a real query and then ignored (that is the bug)
-    K: (n_k, d_k)
-    returns weights (n_k, n_k).
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
+    Symptom: a bright diagonal, each token attending mostly to itself
+    whatever it should be asking.
+
+    Parameters
+    ----------
+    Q : array_like, shape (n_q, d_k)
+        Checked like a real query and then ignored (that is the bug).
+    K : array_like, shape (n_k, d_k)
+
+    Returns
+    -------
+    weights : ndarray, shape (n_k, n_k)
     """
     _, K, _ = _checked(Q, K)
-    return _softmax(_scaled_scores(K, K, "rescale K"), axis=1)
+    return softmax(_scaled_scores(K, K, "rescale K"), axis=1)
 
 
 #: name -> (function, needs a mask)

@@ -21,6 +21,7 @@ from ._checks import (
     as_mask,
     as_real,
     axis_index,
+    positive_int,
     positive_number,
     require_finite,
     require_finite_scores,
@@ -34,12 +35,31 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
 def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
     """softmax(x / temperature) along `axis`, computed stably in float64.
 
-    x: any shape of real numbers (bool, int and uint8 are cast to float64
-       first). -inf is allowed and gets weight exactly 0; a slice that is all
-       -inf gets all zeros. NaN and +inf are refused.
-    temperature: finite number > 0. Near 0 the result tends to the one-hot
-       argmax; large values tend to the uniform distribution.
-    returns an array of x's shape; each slice along `axis` sums to 1 (or is all 0).
+    Taught in :doc:`/chapters/04_softmax_attention` (chapter 4).
+
+    Parameters
+    ----------
+    x : array_like, any shape with at least one axis
+        Real numbers (bool, int and uint8 are cast to float64 first). -inf is
+        allowed and gets weight exactly 0; a slice that is all -inf gets all
+        zeros. NaN and +inf are refused.
+    axis : int, default -1
+        The axis the weights are taken over.
+    temperature : float, default 1.0
+        A finite number > 0. Near 0 the result tends to the one-hot argmax;
+        large values tend to the uniform distribution.
+
+    Returns
+    -------
+    ndarray, shape of x
+        Each slice along `axis` sums to 1 (or is all 0).
+
+    Raises
+    ------
+    TypeError
+        If `x` is not real numbers or `temperature` is not a number.
+    ValueError
+        If `x` holds NaN or +inf or is a scalar, or `temperature` is not > 0.
     """
     x = as_real(x, "x")
     t = positive_number(temperature, "temperature")
@@ -68,16 +88,30 @@ def _softmax(x: np.ndarray, axis: int, temperature: float = 1.0) -> np.ndarray:
 def masked_softmax(scores, mask=None, valid_lens=None, axis: int = -1) -> np.ndarray:
     """softmax over `axis` that gives masked positions exactly 0.
 
-    scores: (..., n_q, n_k) real; -inf means "weight 0", NaN and +inf are refused.
-    mask: boolean, broadcastable to scores, True = may attend.
-    valid_lens: integers in [0, n_k], as in the d2l book: either one per row of
-       the batch, shape scores.shape[:-2] (shared by all its queries), or one
-       per query, shape scores.shape[:-1]. Query i then sees keys 0..len-1.
-       Only for axis=-1.
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
     A row with no allowed key (valid length 0, or an all-False mask row) gets
     all-zero weights: the convention of torch >= 2.5
     scaled_dot_product_attention, not NaN and not a uniform row.
-    returns weights with the shape of scores.
+
+    Parameters
+    ----------
+    scores : array_like, shape (..., n_q, n_k)
+        Real numbers; -inf means "weight 0", NaN and +inf are refused.
+    mask : array_like of bool, broadcastable to scores, optional
+        True = may attend.
+    valid_lens : array_like of int, shape (...) or (..., n_q), optional
+        Integers in [0, n_k], as in the d2l book: either one per row of the
+        batch, shape ``scores.shape[:-2]`` (shared by all its queries), or one
+        per query, shape ``scores.shape[:-1]``. Query i then sees keys
+        0..len-1. Only for ``axis=-1``.
+    axis : int, default -1
+        The axis the weights are taken over.
+
+    Returns
+    -------
+    weights : ndarray, shape (..., n_q, n_k)
+        The shape of scores; each row sums to 1, or is all 0.
     """
     scores = as_real(scores, "scores")
     require_ndim(scores, "scores", ">=1", "(..., n_k)")
@@ -118,7 +152,25 @@ def _valid_lens_mask(valid_lens, shape: tuple[int, ...]) -> np.ndarray:
 
 
 class SelfAttention(NamedTuple):
-    """Every intermediate of one self-attention step (see `self_attention`)."""
+    """Every intermediate of one self-attention step (see `self_attention`).
+
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+
+    Parameters
+    ----------
+    Q : ndarray, shape (..., n, d_k)
+        The queries, X @ W_q.
+    K : ndarray, shape (..., n, d_k)
+        The keys, X @ W_k.
+    V : ndarray, shape (..., n, d_v)
+        The values, X @ W_v.
+    scores : ndarray, shape (..., n, n)
+        Scaled, before the softmax.
+    weights : ndarray, shape (..., n, n)
+        Rows sum to 1 (or 0 if fully masked).
+    output : ndarray, shape (..., n, d_v)
+        weights @ V.
+    """
     Q: np.ndarray        # (..., n, d_k)
     K: np.ndarray        # (..., n, d_k)
     V: np.ndarray        # (..., n, d_v)
@@ -130,18 +182,35 @@ class SelfAttention(NamedTuple):
 def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
     """softmax(scale * Q Kᵀ) V, with an optional boolean mask.
 
-    Q: (..., n_q, d_k), or one query (d_k,)
-    K: (..., n_k, d_k)
-    V: (..., n_k, d_v), or scalar values (n_k,)
-    mask: boolean, broadcastable to (..., n_q, n_k); True = may attend
-    scale: defaults to 1/sqrt(d_k); scale=1.0 gives plain dot-product attention
-    returns (output, weights): output (..., n_q, d_v) and weights
-    (..., n_q, n_k). A single query drops the n_q axis and scalar values drop
-    the d_v axis, so q (d_k,) with V (n_k,) gives a scalar output.
+    Taught in :doc:`/chapters/04_softmax_attention` (chapter 4).
+
     A query whose keys are all masked gets zero weights and a zero output.
-    Only the mask makes a weight row zero: scores that overflow float64
-    (inputs near 1e154 and beyond) raise a ValueError naming the query row
-    and key, where a plain softmax would turn them into a zero row.
+    Only the mask makes a weight row zero.
+
+    Parameters
+    ----------
+    Q : array_like, shape (..., n_q, d_k), or one query (d_k,)
+    K : array_like, shape (..., n_k, d_k)
+    V : array_like, shape (..., n_k, d_v), or scalar values (n_k,)
+    mask : array_like of bool, broadcastable to (..., n_q, n_k), optional
+        True = may attend.
+    scale : float, optional
+        Defaults to 1/sqrt(d_k); ``scale=1.0`` gives plain dot-product attention.
+
+    Returns
+    -------
+    output : ndarray, shape (..., n_q, d_v)
+    weights : ndarray, shape (..., n_q, n_k)
+        A single query drops the n_q axis and scalar values drop the d_v axis,
+        so q (d_k,) with V (n_k,) gives a scalar output.
+
+    Raises
+    ------
+    ValueError
+        If the shapes do not fit together (the message names the argument and
+        shows the expected and actual shapes), or if scores overflow float64
+        (inputs near 1e154 and beyond): the message names the query row and
+        key, where a plain softmax would turn them into a zero row.
     """
     _, weights, output = _attend(Q, K, V, mask, scale, names=("Q", "K", "V"))
     return output, weights
@@ -150,11 +219,26 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
 def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
     """Self-attention of the tokens in X with projections W_q, W_k, W_v.
 
-    X: (..., n, d_model); W_q, W_k: (d_model, d_k); W_v: (d_model, d_v)
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+
     Q = X W_q, K = X W_k, V = X W_v (rows are tokens); then
-    scaled_dot_product_attention(Q, K, V, mask, scale).
-    returns SelfAttention(Q, K, V, scores, weights, output); scores are
-    already scaled and taken before the softmax.
+    ``scaled_dot_product_attention(Q, K, V, mask, scale)``.
+
+    Parameters
+    ----------
+    X : array_like, shape (..., n, d_model)
+    W_q, W_k : array_like, shape (d_model, d_k)
+    W_v : array_like, shape (d_model, d_v)
+    mask : array_like of bool, broadcastable to (..., n, n), optional
+        True = may attend.
+    scale : float, optional
+        Defaults to 1/sqrt(d_k).
+
+    Returns
+    -------
+    SelfAttention
+        ``SelfAttention(Q, K, V, scores, weights, output)``; scores are already
+        scaled and taken before the softmax.
     """
     X = as_real(X, "X")
     require_ndim(X, "X", ">=2", "(..., n, d_model)")
@@ -246,21 +330,25 @@ def _attend(Q, K, V, mask, scale, names):
 
 
 def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
-    """Boolean (n_q, n_k) mask, True where query i may look at key j (j <= i).
+    """Boolean mask, True where query i may look at key j (j <= i).
 
-    n_k defaults to n_q. For n_q != n_k the mask is aligned top-left, like
-    torch's scaled_dot_product_attention(is_causal=True): query i sees keys
-    0..i.
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+
+    For n_q != n_k the mask is aligned top-left, like torch's
+    ``scaled_dot_product_attention(is_causal=True)``: query i sees keys 0..i.
+
+    Parameters
+    ----------
+    n_q : int
+        Number of queries, a positive integer.
+    n_k : int, optional
+        Number of keys, a positive integer; defaults to n_q.
+
+    Returns
+    -------
+    ndarray of bool, shape (n_q, n_k)
     """
-    n_q = _count(n_q, "n_q")
-    n_k = n_q if n_k is None else _count(n_k, "n_k")
+    n_q = positive_int(n_q, "n_q")
+    n_k = n_q if n_k is None else positive_int(n_k, "n_k")
     return np.tril(np.ones((n_q, n_k), dtype=bool))
 
-
-def _count(n, name: str) -> int:
-    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"{name} must be a positive integer, got "
-                        f"{type(n).__name__} {n!r}")
-    if n < 1:
-        raise ValueError(f"{name} must be a positive integer, got {n}")
-    return int(n)

@@ -5,15 +5,16 @@ Nothing here computes; chapters and tests compute from these inputs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from ._checks import as_real, require_finite, require_ndim
 
 __all__ = ["FRUIT_TABLE", "FRUIT_WEIGHTS", "WORDS", "WORD_GROUPS", "ANALOGY",
-           "I_AM_GOOD", "KARIM", "word_matrix"]
+           "WorkedExample", "I_AM_GOOD", "KARIM", "word_matrix"]
 
-#: The lookup table of Jay Mody's "An Intuition for Attention": key -> value.
+#: The lookup table (key -> value) of Jay Mody's "An Intuition for Attention".
 FRUIT_TABLE = {"apple": 10.0, "banana": 5.0, "chair": 2.0}
 
 #: The hand-chosen weights for the query "fruit" in the same post.
@@ -55,7 +56,7 @@ WORD_GROUPS = {
     "furniture": ("chair", "table", "sofa", "furniture"),
 }
 
-#: Toy 2-d vectors for the king - man + woman analogy: axis 0 ~ "royalty",
+#: Toy 2-d vectors for the king - man + woman analogy. Axis 0 ~ "royalty",
 #: axis 1 ~ "female minus male", with small deliberate imperfections.
 ANALOGY = {
     "man": _frozen([0.3, -1.0]),
@@ -68,11 +69,28 @@ ANALOGY = {
 
 
 def word_matrix(words, table=None) -> np.ndarray:
-    """Stack the vectors of `words` (from WORDS, or `table`) as rows: (n, d).
+    """Stack the vectors of `words` (from WORDS, or `table`) as rows.
 
-    words: a non-empty list of words (a single string is refused: it is not a
-       list of its letters)
-    table: a dict word -> vector; the vectors share one width d and are finite
+    Taught in :doc:`/chapters/03_word_vectors` (chapter 3).
+
+    Parameters
+    ----------
+    words : sequence of str
+        A non-empty list of words (a single string is refused: it is not a
+        list of its letters).
+    table : dict, optional
+        word -> vector; the vectors share one width d and are finite.
+        Defaults to WORDS.
+
+    Returns
+    -------
+    ndarray, shape (n, d)
+        One row per word.
+
+    Raises
+    ------
+    KeyError
+        If a word has no vector; the message lists the known words.
     """
     table = WORDS if table is None else table
     if not isinstance(table, Mapping):
@@ -100,37 +118,57 @@ def word_matrix(words, table=None) -> np.ndarray:
     return np.stack(rows)                                    # (n, d)
 
 
-class _IAmGood:
-    """The "I am good" sentence: one 3-d word vector per token (rows of X)."""
-    tokens = ("I", "am", "good")
-    X = _frozen([[1, 3, 2],
-                 [1, 1, 3],
-                 [1, 2, 1]])                                 # (n, d) = (3, 3)
+@dataclass(frozen=True, eq=False)
+class WorkedExample:
+    """A worked example of self-attention from the sources: tokens, their vectors
+    and, where the source gives them, the projection matrices.
 
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7). The instances
+    `I_AM_GOOD` and `KARIM` are the book's two; their arrays are read-only.
 
-class _Karim:
-    """Raimi Karim's "Illustrated: Self-Attention": 3 inputs of width 4.
-
-    Weights are (d_model, d) = (4, 3) and multiply the inputs from the right:
-    K = X @ W_k, Q = X @ W_q, V = X @ W_v.
+    Parameters
+    ----------
+    tokens : tuple of str, length n
+        The tokens, in order: one per row of `X`.
+    X : ndarray, shape (n, d_model)
+        One input vector per token.
+    W_q, W_k : ndarray, shape (d_model, d_k), or None
+        Projections to queries and keys; they multiply `X` from the right
+        (``Q = X @ W_q``). None where the source has no projections.
+    W_v : ndarray, shape (d_model, d_v), or None
+        Projection to values (``V = X @ W_v``), or None.
     """
-    tokens = ("input 1", "input 2", "input 3")
-    X = _frozen([[1, 0, 1, 0],
-                 [0, 2, 0, 2],
-                 [1, 1, 1, 1]])                              # (3, 4)
-    W_k = _frozen([[0, 0, 1],
-                   [1, 1, 0],
-                   [0, 1, 0],
-                   [1, 1, 0]])                               # (4, 3)
-    W_q = _frozen([[1, 0, 1],
-                   [1, 0, 0],
-                   [0, 0, 1],
-                   [0, 1, 1]])                               # (4, 3)
-    W_v = _frozen([[0, 2, 0],
-                   [0, 3, 0],
-                   [1, 0, 3],
-                   [1, 1, 0]])                               # (4, 3)
+    tokens: tuple[str, ...]
+    X: np.ndarray                                            # (n, d_model)
+    W_q: np.ndarray | None = None                            # (d_model, d_k)
+    W_k: np.ndarray | None = None                            # (d_model, d_k)
+    W_v: np.ndarray | None = None                            # (d_model, d_v)
 
 
-I_AM_GOOD = _IAmGood()
-KARIM = _Karim()
+#: The "I am good" sentence, one 3-d word vector per token (rows of X), (n, d) = (3, 3).
+I_AM_GOOD = WorkedExample(
+    tokens=("I", "am", "good"),
+    X=_frozen([[1, 3, 2],
+               [1, 1, 3],
+               [1, 2, 1]]))                                  # (3, 3)
+
+#: The example of Raimi Karim's "Illustrated Self-Attention", 3 inputs of width 4. The weights
+#: are (d_model, d) = (4, 3) and multiply the inputs from the right:
+#: K = X @ W_k, Q = X @ W_q, V = X @ W_v.
+KARIM = WorkedExample(
+    tokens=("input 1", "input 2", "input 3"),
+    X=_frozen([[1, 0, 1, 0],
+               [0, 2, 0, 2],
+               [1, 1, 1, 1]]),                               # (3, 4)
+    W_k=_frozen([[0, 0, 1],
+                 [1, 1, 0],
+                 [0, 1, 0],
+                 [1, 1, 0]]),                                # (4, 3)
+    W_q=_frozen([[1, 0, 1],
+                 [1, 0, 0],
+                 [0, 0, 1],
+                 [0, 1, 1]]),                                # (4, 3)
+    W_v=_frozen([[0, 2, 0],
+                 [0, 3, 0],
+                 [1, 0, 3],
+                 [1, 1, 0]]))                                # (4, 3)

@@ -35,7 +35,7 @@ from ._checks import (
     require_ndim,
 )
 from .analysis import dk_statistics
-from .core import _softmax, scaled_dot_product_attention, softmax
+from .core import scaled_dot_product_attention, softmax
 from .kernel import nadaraya_watson
 
 __all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
@@ -78,7 +78,7 @@ class Explorer:
     values: the parameter values; labels: how each is shown.
     figure: the matplotlib Figure; update(index) changes its artists in place.
     dynamic: the artists update() changes (whole Axes allowed). The live form
-       draws everything else once and then redraws only these (blitting).
+    draws everything else once and then redraws only these (blitting).
     """
 
     def __init__(self, name: str, values: Sequence, labels: Sequence[str], figure: Figure,
@@ -280,8 +280,8 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
         step_scaled.set_data(hist_scaled, e)
         ax_hist.set_xlim(-width, width)
         ax_hist.set_ylim(0, 1.1 * max(hist_scaled.max(), 1e-9))
-        im_raw.set_data(_softmax(raw[:nq, :nk], axis=1))
-        im_scaled.set_data(_softmax(scaled[:nq, :nk], axis=1))
+        im_raw.set_data(softmax(raw[:nq, :nk], axis=1))
+        im_scaled.set_data(softmax(scaled[:nq, :nk], axis=1))
         for m in markers:
             m.set_xdata([d_k, d_k])
         title.set_text(f"d_k = {d_k}: score std {stats['std_raw'][i]:.2f} unscaled, "
@@ -542,7 +542,7 @@ def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = 
     steps: (n_snapshots,) the training steps at which the weights were recorded.
     weights: (n_snapshots, n_q, n_k) the probe's attention weights at each step.
     losses: (n_steps,) the training loss at every step, drawn with the
-       current step marked.
+    current step marked.
     row_labels / col_labels: names of the n_q queries and n_k keys.
     index: the snapshot shown first (default: the last, after training).
     """

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from ._checks import as_real, generator, positive_number, require_finite, require_ndim
-from .core import _softmax
+from .core import softmax
 
 __all__ = ["gaussian_scores", "nadaraya_watson", "toy_regression_data", "toy_function"]
 
@@ -20,12 +20,26 @@ __all__ = ["gaussian_scores", "nadaraya_watson", "toy_regression_data", "toy_fun
 def gaussian_scores(x_query, x_keys, bandwidth: float = 1.0) -> np.ndarray:
     """Attention scores -(x - x_i)² / (2·bandwidth²) of the Gaussian kernel.
 
-    x_query: (n_q,) or a scalar; x_keys: (n_k,) shared by every query, or
-    (n_q, n_k) keys per query (leave-one-out training uses this).
-    returns scores (n_q, n_k), or (n_k,) for a scalar query.
-    A score too large for float64 (|x - x_i| / bandwidth beyond about 1e154)
-    raises a ValueError; `nadaraya_watson` shifts the scores first and has
-    no such limit.
+    Taught in :doc:`/chapters/08_kernel_regression` (chapter 8).
+
+    Parameters
+    ----------
+    x_query : array_like, shape (n_q,), or a scalar
+    x_keys : array_like, shape (n_k,) or (n_q, n_k)
+        Keys shared by every query, or keys per query (leave-one-out training
+        uses this).
+    bandwidth : float, default 1.0
+        A finite number > 0.
+
+    Returns
+    -------
+    scores : ndarray, shape (n_q, n_k), or (n_k,) for a scalar query
+
+    Raises
+    ------
+    ValueError
+        If a score is too large for float64 (``|x - x_i|`` / bandwidth beyond about
+        1e154); `nadaraya_watson` shifts the scores first and has no such limit.
     """
     xq, xk = _check_inputs(x_query, x_keys, None)
     h = positive_number(bandwidth, "bandwidth")
@@ -43,15 +57,30 @@ def gaussian_scores(x_query, x_keys, bandwidth: float = 1.0) -> np.ndarray:
 def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
     """Gaussian-kernel (Nadaraya–Watson) regression.
 
-    x_query: (n_q,) or a scalar; x_keys and y_values: (n_k,), or (n_q, n_k)
-    when every query has its own keys.
-    returns (y_hat, weights): y_hat (n_q,) and weights (n_q, n_k), each row
-    summing to 1 (a scalar query gives a scalar and (n_k,)).
+    Taught in :doc:`/chapters/08_kernel_regression` (chapter 8).
+
     The result equals softmax attention with `gaussian_scores` as scores. It
     is computed in the log domain from the scores shifted by the nearest
     key's, (d² - d_min²) / (2·bandwidth²) written as a product that cannot
     overflow to NaN, so any bandwidth works: a tiny one (even 1e-300) gives
     the nearest neighbour (the mean of tied nearest keys), a huge one the mean.
+
+    Parameters
+    ----------
+    x_query : array_like, shape (n_q,), or a scalar
+    x_keys : array_like, shape (n_k,) or (n_q, n_k)
+        Shared keys, or keys per query.
+    y_values : array_like, shape of x_keys
+        One value per key.
+    bandwidth : float, default 1.0
+        A finite number > 0.
+
+    Returns
+    -------
+    y_hat : ndarray, shape (n_q,)
+        A scalar for a scalar query.
+    weights : ndarray, shape (n_q, n_k)
+        Each row sums to 1; (n_k,) for a scalar query.
     """
     xq, xk = _check_inputs(x_query, x_keys, y_values)
     y = np.broadcast_to(as_real(y_values, "y_values"), xk.shape)
@@ -61,7 +90,7 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
     with np.errstate(over="ignore", invalid="ignore"):        # too far: +inf, weight 0
         shift = 2 * ((a - a_min) / h) * ((a + a_min) / h)     # (d² - d_min²) / (2h²) >= 0
     shift = np.where(a == a_min, 0.0, shift)                  # the nearest keys score 0
-    weights = _softmax(-shift, axis=1)                        # (n_q, n_k)
+    weights = softmax(-shift, axis=1)                         # (n_q, n_k)
     with np.errstate(over="ignore", invalid="ignore"):
         y_hat = np.sum(weights * y, axis=1)                   # (n_q,)
     if not np.isfinite(y_hat).all():
@@ -104,7 +133,19 @@ def _squeeze(a: np.ndarray, x_query):
 
 
 def toy_function(x) -> np.ndarray:
-    """The noiseless curve of the kernel-regression chapter: 2·sin(x) + x^0.8."""
+    """The noiseless curve of the kernel-regression chapter: 2·sin(x) + x^0.8.
+
+    Taught in :doc:`/chapters/08_kernel_regression` (chapter 8).
+
+    Parameters
+    ----------
+    x : array_like, any shape
+        Real numbers >= 0 (x^0.8 needs them).
+
+    Returns
+    -------
+    ndarray, shape of x
+    """
     x = as_real(x, "x")
     require_finite(x, "x")
     if (x < 0).any():
@@ -117,12 +158,27 @@ def toy_regression_data(rng: np.random.Generator, n_train: int = 50,
                         n_test: int = 50, x_max: float = 5.0, noise: float = 0.5):
     """Training and test data for Nadaraya–Watson, as in the d2l chapter.
 
-    rng: a numpy Generator (np.random.default_rng(seed)); nothing global is seeded.
-    x_train: n_train sorted draws from Uniform(0, x_max);
-    y_train = toy_function(x_train) + ε with ε ~ N(0, noise²);
-    x_test: n_test evenly spaced points in [0, x_max); y_test = toy_function(x_test)
-    (noiseless, the curve a good fit should follow).
-    returns (x_train, y_train, x_test, y_test), each 1-D.
+    Taught in :doc:`/chapters/08_kernel_regression` (chapter 8).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        For instance ``np.random.default_rng(seed)``; nothing global is seeded.
+    n_train : int, default 50
+        Training points: sorted draws from Uniform(0, x_max).
+    n_test : int, default 50
+        Test points, evenly spaced in [0, x_max).
+    x_max : float, default 5.0
+    noise : float, default 0.5
+        Standard deviation of the noise ε ~ N(0, noise²) on the training targets.
+
+    Returns
+    -------
+    x_train, y_train : ndarray
+        1-d, n_train entries each; ``y_train = toy_function(x_train) + ε``.
+    x_test, y_test : ndarray
+        1-d, n_test entries each; ``y_test = toy_function(x_test)``, noiseless: the curve a good fit
+        should follow.
     """
     rng = generator(rng)
     for name, n in (("n_train", n_train), ("n_test", n_test)):

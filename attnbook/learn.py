@@ -7,6 +7,7 @@ thread and a seeded torch.Generator, so the same seed gives the same
 weights, bit for bit, on every run.
 
 The two tasks:
+
 - reversal: read n distinct symbols, write them back in reverse order. The
   answer at position i sits at position n-1-i, whatever the symbols are, so
   only positions can find it.
@@ -24,6 +25,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ._checks import generator, integer_at_least, positive_int
 from .positions import sinusoidal_positions
 
 __all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data",
@@ -36,35 +38,31 @@ REVERSAL_TARGET = 0.95
 LOOKUP_TARGET = 0.95
 
 
-def _count(x, name: str, minimum: int = 1) -> int:
-    """`x` as an int >= minimum, or an error naming `name`."""
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {type(x).__name__} {x!r}")
-    if x < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {x}")
-    return int(x)
-
-
-def _generator(rng, name: str = "rng") -> np.random.Generator:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"{name} must be a numpy Generator (np.random.default_rng(seed)), "
-                        f"got {type(rng).__name__}")
-    return rng
-
-
 def reversal_data(rng, n_sequences: int, n: int = 8, n_symbols: int = 16):
     """Sequences of n distinct symbols and their reversals (chapter 13's first task).
 
-    rng: np.random.Generator, the only source of randomness
-    n_sequences: how many sequences (rows)
-    n: sequence length, at most n_symbols
-    n_symbols: how many different symbols there are
-    returns x (n_sequences, n) and y (n_sequences, n), int64, with
-       y[:, i] = x[:, n - 1 - i].
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    n_sequences : int
+        How many sequences (rows).
+    n : int, default 8
+        Sequence length, at least 2 and at most n_symbols.
+    n_symbols : int, default 16
+        How many different symbols there are.
+
+    Returns
+    -------
+    x, y : ndarray of int64, shape (n_sequences, n)
+        ``y[:, i] = x[:, n - 1 - i]``.
     """
-    rng = _generator(rng)
-    n_sequences, n = _count(n_sequences, "n_sequences"), _count(n, "n", 2)
-    n_symbols = _count(n_symbols, "n_symbols", 2)
+    rng = generator(rng)
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    n = integer_at_least(n, "n", 2)
+    n_symbols = integer_at_least(n_symbols, "n_symbols", 2)
     if n > n_symbols:
         raise ValueError(f"n must be <= n_symbols for distinct symbols; got n={n}, "
                          f"n_symbols={n_symbols}")
@@ -85,18 +83,33 @@ def lookup_data(rng, n_sequences: int, n_pairs: int = 6, n_keys: int = 16,
                 n_values: int = 16) -> Lookups:
     """Dictionaries of n_pairs (key, value) pairs and one query each (chapter 13).
 
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
     Keys are distinct within a dictionary, values are drawn with replacement,
     and the query is one of the keys, chosen uniformly.
-    rng: np.random.Generator, the only source of randomness
-    n_sequences: how many dictionaries (rows)
-    n_pairs: pairs per dictionary, at most n_keys
-    n_keys, n_values: how many different keys and values there are
-    returns Lookups(keys, values, query, target, match), all int64;
-       target = values[row, match] and keys[row, match] = query.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The only source of randomness.
+    n_sequences : int
+        How many dictionaries (rows).
+    n_pairs : int, default 6
+        Pairs per dictionary, at most n_keys.
+    n_keys, n_values : int, default 16
+        How many different keys and values there are.
+
+    Returns
+    -------
+    Lookups
+        ``Lookups(keys, values, query, target, match)``, all int64: keys and
+        values (n_sequences, n_pairs); query, target and match (n_sequences,),
+        with ``target = values[row, match]`` and ``keys[row, match] = query``.
     """
-    rng = _generator(rng)
-    n_sequences, n_pairs = _count(n_sequences, "n_sequences"), _count(n_pairs, "n_pairs")
-    n_keys, n_values = _count(n_keys, "n_keys"), _count(n_values, "n_values")
+    rng = generator(rng)
+    n_sequences = positive_int(n_sequences, "n_sequences")
+    n_pairs = positive_int(n_pairs, "n_pairs")
+    n_keys, n_values = positive_int(n_keys, "n_keys"), positive_int(n_values, "n_values")
     if n_pairs > n_keys:
         raise ValueError(f"n_pairs must be <= n_keys for distinct keys; got n_pairs="
                          f"{n_pairs}, n_keys={n_keys}")
@@ -121,25 +134,39 @@ def _seeded(seed: int):
     """Draw torch's random numbers from torch.manual_seed(seed) inside the block,
     and leave the global random state as it was before."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(_count(seed, "seed", 0))
+        torch.manual_seed(integer_at_least(seed, "seed", 0))
         yield
 
 
 class SequenceAttention(nn.Module):
     """One self-attention layer that reads symbols and writes a symbol per position.
 
-    Taught in chapter 13. x_j = embedding(token_j) + PE_j (PE: sinusoidal
-    positions, or nothing with positions=False); one head of width d_model;
-    a linear readout to n_symbols logits.
-    forward(tokens (batch, n) int64) -> logits (batch, n, n_symbols) and
-    weights (batch, n, n), rows = queries (output positions), columns = keys.
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
+    x_j = embedding(token_j) + PE_j (PE: sinusoidal positions, or nothing
+    with ``positions=False``); one head of width d_model; a linear readout to
+    n_symbols logits.
+
+    Parameters
+    ----------
+    n_symbols : int, default 16
+        Vocabulary size, at least 2.
+    n : int, default 8
+        Sequence length, at least 2.
+    d_model : int, default 32
+        Width of the embeddings, even and at least 2.
+    positions : bool, default True
+        Whether to add the sinusoidal positions.
+    seed : int, default 0
+        Seeds the initial parameters (the global torch state is left alone).
     """
 
     def __init__(self, n_symbols: int = 16, n: int = 8, d_model: int = 32,
                  positions: bool = True, seed: int = 0):
         super().__init__()
-        self.n_symbols, self.n = _count(n_symbols, "n_symbols", 2), _count(n, "n", 2)
-        d_model = _count(d_model, "d_model", 2)
+        self.n_symbols = integer_at_least(n_symbols, "n_symbols", 2)
+        self.n = integer_at_least(n, "n", 2)
+        d_model = integer_at_least(d_model, "d_model", 2)
         if d_model % 2:
             raise ValueError(f"d_model must be even (sin and cos pairs), got {d_model}")
         with _seeded(seed):
@@ -152,7 +179,18 @@ class SequenceAttention(nn.Module):
         self.register_buffer("pe", pe)                              # (n, d_model)
 
     def forward(self, tokens: torch.Tensor):
-        """tokens (batch, n) int64 -> logits (batch, n, n_symbols), weights (batch, n, n)."""
+        """Logits for every position, and the attention weights.
+
+        Parameters
+        ----------
+        tokens : torch.Tensor of int64, shape (batch, n)
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, n, n_symbols)
+        weights : torch.Tensor, shape (batch, n, n)
+            Rows = queries (output positions), columns = keys.
+        """
         _check_tokens(tokens, "tokens", 2, "(batch, n)", self.n_symbols)
         if tokens.shape[1] != self.n:
             raise ValueError(f"tokens must have shape (batch, {self.n}); got "
@@ -165,18 +203,28 @@ class SequenceAttention(nn.Module):
 class LookupAttention(nn.Module):
     """One query attends over n_pairs (key, value) tokens (chapter 13's dict).
 
-    Taught in chapter 13. Pair j is the token x_j = E_key[key_j] + E_value[value_j];
-    the query is E_key[query]. One head of width d_model, then a linear readout
-    to n_values logits. There are no positions: a dict has no order.
-    forward(keys (batch, n_pairs), values (batch, n_pairs), query (batch,))
-    -> logits (batch, n_values) and weights (batch, n_pairs).
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
+    Pair j is the token x_j = E_key[key_j] + E_value[value_j]; the query is
+    E_key[query]. One head of width d_model, then a linear readout to n_values
+    logits. There are no positions: a dict has no order.
+
+    Parameters
+    ----------
+    n_keys, n_values : int, default 16
+        How many different keys and values there are.
+    d_model : int, default 32
+        Width of the embeddings, a positive integer.
+    seed : int, default 0
+        Seeds the initial parameters.
     """
 
     def __init__(self, n_keys: int = 16, n_values: int = 16, d_model: int = 32,
                  seed: int = 0):
         super().__init__()
-        self.n_keys, self.n_values = _count(n_keys, "n_keys"), _count(n_values, "n_values")
-        d_model = _count(d_model, "d_model")
+        self.n_keys = positive_int(n_keys, "n_keys")
+        self.n_values = positive_int(n_values, "n_values")
+        d_model = positive_int(d_model, "d_model")
         with _seeded(seed):
             self.key_embed = nn.Embedding(self.n_keys, d_model)     # N(0, 1) entries
             self.value_embed = nn.Embedding(self.n_values, d_model)
@@ -185,8 +233,18 @@ class LookupAttention(nn.Module):
             self.readout = nn.Linear(d_model, self.n_values)
 
     def forward(self, keys: torch.Tensor, values: torch.Tensor, query: torch.Tensor):
-        """keys, values (batch, n_pairs), query (batch,), all int64
-        -> logits (batch, n_values), weights (batch, n_pairs)."""
+        """Logits for the value paired with the query, and the attention weights.
+
+        Parameters
+        ----------
+        keys, values : torch.Tensor of int64, shape (batch, n_pairs)
+        query : torch.Tensor of int64, shape (batch,)
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, n_values)
+        weights : torch.Tensor, shape (batch, n_pairs)
+        """
         _check_tokens(keys, "keys", 2, "(batch, n_pairs)", self.n_keys)
         _check_tokens(values, "values", 2, "(batch, n_pairs)", self.n_values)
         _check_tokens(query, "query", 1, "(batch,)", self.n_keys)
@@ -213,7 +271,19 @@ def _check_tokens(t, name: str, ndim: int, layout: str, vocab: int) -> None:
 
 
 class TrainingRun(NamedTuple):
-    """What `train` records."""
+    """What `train` records.
+
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
+    Parameters
+    ----------
+    losses : ndarray, shape (n_steps,)
+        The training loss at each step.
+    snapshot_steps : ndarray, shape (n_snapshots,)
+        The steps at which weights were recorded.
+    snapshots : ndarray, shape (n_snapshots, ...)
+        The probe's attention weights at those steps.
+    """
     losses: np.ndarray        # (steps,), the training loss at each step
     snapshot_steps: np.ndarray  # (n_snapshots,), the steps at which weights were recorded
     snapshots: np.ndarray     # (n_snapshots, ...), the probe's attention weights then
@@ -261,22 +331,41 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
           lr: float = 0.02, seed: int = 0, probe=None, snapshot_every: int = 15) -> TrainingRun:
     """Train `model` in place with Adam and cross-entropy (chapter 13).
 
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
     Each step draws batch_size rows from a torch.Generator seeded with
     `seed`, on one CPU thread, so a run is reproducible.
-    model: a module whose forward returns (logits, weights)
-    inputs: tuple of arrays, each with one row per training sequence, passed
-       to model(*inputs)
-    target: integer array of the logits' shape minus the last axis
-    steps: how many gradient steps
-    batch_size: training rows per step
-    lr: Adam's step size, > 0
-    seed: seeds the generator that draws the batches
-    probe: optional tuple of inputs whose attention weights are recorded at
-       step 0, every snapshot_every steps, and after the last step
-    returns TrainingRun(losses (steps,), snapshot_steps, snapshots).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A module whose forward returns (logits, weights).
+    inputs : tuple of array_like
+        Each with one row per training sequence, passed to ``model(*inputs)``.
+    target : array_like of int
+        The logits' shape minus the last axis.
+    steps : int, default 150
+        How many gradient steps.
+    batch_size : int, default 64
+        Training rows per step.
+    lr : float, default 0.02
+        Adam's step size, > 0.
+    seed : int, default 0
+        Seeds the generator that draws the batches (an integer >= 0).
+    probe : tuple of array_like, optional
+        Inputs whose attention weights are recorded at step 0, every
+        snapshot_every steps, and after the last step.
+    snapshot_every : int, default 15
+
+    Returns
+    -------
+    TrainingRun
+        ``TrainingRun(losses, snapshot_steps, snapshots)``; losses has shape
+        (n_steps,) with n_steps = steps.
     """
-    steps, batch_size = _count(steps, "steps"), _count(batch_size, "batch_size")
-    snapshot_every, seed = _count(snapshot_every, "snapshot_every"), _count(seed, "seed", 0)
+    steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
+    snapshot_every = positive_int(snapshot_every, "snapshot_every")
+    seed = integer_at_least(seed, "seed", 0)
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
     xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
@@ -317,11 +406,21 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
 def accuracy(model: nn.Module, inputs, target) -> float:
     """Fraction of answers (every position of every sequence) the model gets right.
 
-    Taught in chapter 13.
-    model: a module whose forward returns (logits, weights)
-    inputs: tuple of arrays passed to model(*inputs)
-    target: integer array with the logits' shape minus the last axis
-    returns a float in [0, 1].
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A module whose forward returns (logits, weights).
+    inputs : tuple of array_like
+        Passed to ``model(*inputs)``.
+    target : array_like of int
+        The logits' shape minus the last axis.
+
+    Returns
+    -------
+    float
+        In [0, 1].
     """
     xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
     model.eval()

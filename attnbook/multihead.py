@@ -19,7 +19,21 @@ __all__ = ["multi_head_attention", "split_heads", "merge_heads", "MultiHead"]
 
 
 class MultiHead(NamedTuple):
-    """The intermediates of `multi_head_attention`."""
+    """The intermediates of `multi_head_attention`.
+
+    Taught in :doc:`/chapters/10_toward_the_transformer` (chapter 10).
+
+    Parameters
+    ----------
+    heads : ndarray, shape (h, n, d_head)
+        Each head's output.
+    weights : ndarray, shape (h, n, n)
+        Each head's attention weights.
+    concat : ndarray, shape (n, d_model)
+        The heads side by side.
+    output : ndarray, shape (n, d_model)
+        concat @ W_o.
+    """
     heads: np.ndarray     # (h, n, d_head): each head's output
     weights: np.ndarray   # (h, n, n): each head's attention weights
     concat: np.ndarray    # (n, d_model): heads side by side
@@ -29,8 +43,19 @@ class MultiHead(NamedTuple):
 def split_heads(A, n_heads: int) -> np.ndarray:
     """(n, d_model) -> (h, n, d_head): columns [i*d_head, (i+1)*d_head) go to head i.
 
-    A: (n, d_model), real and finite
-    n_heads: a positive integer that divides d_model
+    Taught in :doc:`/chapters/10_toward_the_transformer` (chapter 10).
+
+    Parameters
+    ----------
+    A : array_like, shape (n, d_model)
+        Real and finite.
+    n_heads : int
+        A positive integer that divides d_model.
+
+    Returns
+    -------
+    ndarray, shape (h, n, d_head)
+        h = n_heads and d_head = d_model / n_heads.
     """
     A = as_real(A, "A")
     require_ndim(A, "A", (2,), "(n, d_model)")
@@ -46,7 +71,16 @@ def split_heads(A, n_heads: int) -> np.ndarray:
 def merge_heads(H) -> np.ndarray:
     """(h, n, d_head) -> (n, h*d_head): the inverse of split_heads.
 
-    H: (h, n, d_head), real and finite
+    Taught in :doc:`/chapters/10_toward_the_transformer` (chapter 10).
+
+    Parameters
+    ----------
+    H : array_like, shape (h, n, d_head)
+        Real and finite.
+
+    Returns
+    -------
+    ndarray, shape (n, h*d_head)
     """
     H = as_real(H, "H")
     require_ndim(H, "H", (3,), "(h, n, d_head)")
@@ -58,17 +92,31 @@ def merge_heads(H) -> np.ndarray:
 def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads: int, mask=None) -> MultiHead:
     """Self-attention with n_heads heads, as in the Transformer.
 
-    X: (n, d_model)
-    W_q, W_k, W_v, W_o: (d_model, d_model)
-    n_heads: a positive integer that divides d_model; each head has width
-       d_head = d_model / n_heads
-    mask: boolean, broadcastable to (h, n, n); True = may attend
-    returns MultiHead(heads, weights, concat, output), shapes as in MultiHead.
+    Taught in :doc:`/chapters/10_toward_the_transformer` (chapter 10).
 
     Q = X W_q is split by columns into heads; head i attends with scale
     1/sqrt(d_head); the head outputs are concatenated and multiplied by W_o.
-    Projections, scores or outputs that overflow float64 raise a ValueError
-    naming the product (X @ W_q, ...) instead of returning NaN or zero rows.
+
+    Parameters
+    ----------
+    X : array_like, shape (n, d_model)
+    W_q, W_k, W_v, W_o : array_like, shape (d_model, d_model)
+    n_heads : int
+        A positive integer that divides d_model; each head has width
+        d_head = d_model / n_heads.
+    mask : array_like of bool, broadcastable to (h, n, n), optional
+        True = may attend.
+
+    Returns
+    -------
+    MultiHead
+        ``MultiHead(heads, weights, concat, output)``, shapes as in MultiHead.
+
+    Raises
+    ------
+    ValueError
+        If projections, scores or outputs overflow float64: the message names
+        the product (X @ W_q, ...) instead of returning NaN or zero rows.
     """
     X = as_real(X, "X")
     require_ndim(X, "X", (2,), "(n, d_model)")

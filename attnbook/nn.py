@@ -16,12 +16,12 @@ import numbers
 import torch
 from torch import nn
 
+from ._checks import positive_int
 from ._checks_torch import (
     allowed_keys,
     check_attention_inputs,
     check_dot_product_inputs,
     float_tensor,
-    positive_size,
     probability,
     require_finite_scores,
     require_finite_tensor,
@@ -34,14 +34,25 @@ __all__ = ["masked_softmax", "DotProductAttention", "AdditiveAttention", "NWKern
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None,
                    valid_lens: torch.Tensor | None = None) -> torch.Tensor:
-    """Softmax over the last axis with masked keys at exactly 0.
+    """Softmax over the last axis with masked keys at exactly 0 (torch).
 
-    scores: (..., n_q, n_k) floating tensor; -inf means "weight 0", NaN and
-       +inf are refused.
-    mask: bool, broadcastable without enlarging scores, True = may attend.
-    valid_lens: (...) or (..., n_q) integers in [0, n_k].
-       mask and valid_lens may be tensors, numpy arrays or lists.
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9). The torch twin of
+    ``attnbook.masked_softmax``.
+
     A row with no allowed key gets all zeros (never NaN).
+
+    Parameters
+    ----------
+    scores : torch.Tensor, shape (..., n_q, n_k)
+        Floating point; -inf means "weight 0", NaN and +inf are refused.
+    mask : tensor, array or list of bool, broadcastable to scores, optional
+        True = may attend; it may not enlarge scores.
+    valid_lens : tensor, array or list of int, shape (...) or (..., n_q), optional
+        Integers in [0, n_k]: one per row of the batch, or one per query.
+
+    Returns
+    -------
+    weights : torch.Tensor, shape (..., n_q, n_k)
     """
     scores = scores_tensor(scores)
     return _masked_softmax(scores, allowed_keys(scores, mask, valid_lens))
@@ -59,11 +70,15 @@ def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor
 class DotProductAttention(nn.Module):
     """Scaled dot-product attention with dropout on the weights.
 
-    forward(queries (..., n_q, d_k), keys (..., n_k, d_k), values (..., n_k, d_v),
-    mask=None, valid_lens=None) -> (output (..., n_q, d_v), weights (..., n_q, n_k)).
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
     In training mode dropout zeroes some weights and rescales the rest by
     1/(1 - p), so a row no longer sums to exactly 1; in eval mode it does.
-    The returned weights are the ones actually used (after dropout).
+
+    Parameters
+    ----------
+    dropout : float, default 0.0
+        Probability p in [0, 1] of zeroing a weight in training mode.
     """
 
     def __init__(self, dropout: float = 0.0):
@@ -71,6 +86,22 @@ class DotProductAttention(nn.Module):
         self.dropout = nn.Dropout(probability(dropout))
 
     def forward(self, queries, keys, values, mask=None, valid_lens=None):
+        """Attend from queries to keys; return the output and the weights used.
+
+        Parameters
+        ----------
+        queries : torch.Tensor, shape (..., n_q, d_k)
+        keys : torch.Tensor, shape (..., n_k, d_k)
+        values : torch.Tensor, shape (..., n_k, d_v)
+        mask, valid_lens : optional
+            As in `masked_softmax`.
+
+        Returns
+        -------
+        output : torch.Tensor, shape (..., n_q, d_v)
+        weights : torch.Tensor, shape (..., n_q, n_k)
+            The weights actually used (after dropout).
+        """
         check_dot_product_inputs(queries, keys, values)
         d_k = queries.shape[-1]
         scores = queries @ keys.transpose(-1, -2) / math.sqrt(d_k)   # (..., n_q, n_k)
@@ -84,20 +115,30 @@ class DotProductAttention(nn.Module):
 class AdditiveAttention(nn.Module):
     """Additive (Bahdanau) attention: score = w_vᵀ tanh(W_q q + W_k k).
 
-    Queries (..., n_q, d_q) and keys (..., n_k, d_kk) may have different widths:
-    d_q = query_size, d_kk = key_size.
-    forward(queries, keys, values, mask=None, valid_lens=None) -> (output, weights);
-    the inputs must have the dtype of the parameters (call .double() for float64).
-    The linear maps have no bias, so the numpy `attnbook.additive_scores`
-    with W_q = W_q.weight.T, W_k = W_k.weight.T, w_v = w_v.weight[0] agrees.
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
+    The linear maps have no bias, so the numpy ``attnbook.additive_scores``
+    with ``W_q = W_q.weight.T``, ``W_k = W_k.weight.T``, ``w_v = w_v.weight[0]``
+    agrees.
+
+    Parameters
+    ----------
+    query_size : int
+        d_q, the width of the queries (a positive integer).
+    key_size : int
+        d_kk, the width of the keys; it may differ from d_q.
+    num_hiddens : int
+        h, the width of the tanh features.
+    dropout : float, default 0.0
+        Probability of zeroing a weight in training mode.
     """
 
     def __init__(self, query_size: int, key_size: int, num_hiddens: int,
                  dropout: float = 0.0):
         super().__init__()
-        query_size = positive_size(query_size, "query_size")
-        key_size = positive_size(key_size, "key_size")
-        num_hiddens = positive_size(num_hiddens, "num_hiddens")
+        query_size = positive_int(query_size, "query_size")
+        key_size = positive_int(key_size, "key_size")
+        num_hiddens = positive_int(num_hiddens, "num_hiddens")
         dropout = probability(dropout)
         self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
         self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
@@ -105,6 +146,24 @@ class AdditiveAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, queries, keys, values, mask=None, valid_lens=None):
+        """Attend with additive scores; return the output and the weights used.
+
+        The inputs must have the dtype of the parameters (call ``.double()`` on
+        the module for float64).
+
+        Parameters
+        ----------
+        queries : torch.Tensor, shape (..., n_q, d_q)
+        keys : torch.Tensor, shape (..., n_k, d_kk)
+        values : torch.Tensor, shape (..., n_k, d_v)
+        mask, valid_lens : optional
+            As in `masked_softmax`.
+
+        Returns
+        -------
+        output : torch.Tensor, shape (..., n_q, d_v)
+        weights : torch.Tensor, shape (..., n_q, n_k)
+        """
         queries, keys, values = check_attention_inputs(queries, keys, values)
         require_same_dtype(self.w_v.weight, "the module's parameters", queries=queries)
         for name, x, size, d in (("queries", queries, "query_size", self.W_q.in_features),
@@ -126,12 +185,14 @@ class AdditiveAttention(nn.Module):
 class NWKernelRegression(nn.Module):
     """Nadaraya–Watson regression with one learnable width w.
 
-    Scores are -((x - x_i) * w)² / 2, i.e. a Gaussian kernel with bandwidth 1/|w|.
-    forward(x_query (n_q,), x_keys (n_q, n_k), y_values (n_q, n_k))
-    -> (y_hat (n_q,), weights (n_q, n_k)). Keys are given per query so that
-    training can leave each point out of its own keys. The inputs must have
-    the dtype of w (call .double() for float64); scores too large for that
-    dtype raise a ValueError (the numpy `nadaraya_watson` has no such limit).
+    Taught in :doc:`/chapters/08_kernel_regression` (chapter 8).
+
+    Scores are -((x - x_i) * w)² / 2, a Gaussian kernel with bandwidth ``1/|w|``.
+
+    Parameters
+    ----------
+    w : float, default 1.0
+        The initial width, a finite number.
     """
 
     def __init__(self, w: float = 1.0):
@@ -146,6 +207,29 @@ class NWKernelRegression(nn.Module):
                              f"parameter; w must be a finite number")
 
     def forward(self, x_query, x_keys, y_values):
+        """Predict y at each query from its own keys and values.
+
+        Keys are given per query so that training can leave each point out of
+        its own keys. The inputs must have the dtype of w (call ``.double()`` for
+        float64).
+
+        Parameters
+        ----------
+        x_query : torch.Tensor, shape (n_q,)
+        x_keys : torch.Tensor, shape (n_q, n_k)
+        y_values : torch.Tensor, shape (n_q, n_k)
+
+        Returns
+        -------
+        y_hat : torch.Tensor, shape (n_q,)
+        weights : torch.Tensor, shape (n_q, n_k)
+
+        Raises
+        ------
+        ValueError
+            If scores are too large for the dtype (the numpy `nadaraya_watson` has
+            no such limit).
+        """
         x_query = float_tensor(x_query, "x_query", 1, "(n_q,)")
         x_keys = float_tensor(x_keys, "x_keys", 2, "(n_q, n_k)")
         y_values = float_tensor(y_values, "y_values", 2, "(n_q, n_k)")
@@ -181,12 +265,15 @@ __all__ += ["CausalSelfAttention", "KVCache"]
 class KVCache:
     """The keys and values of the tokens seen so far, for step-by-step decoding.
 
-    Taught in chapter 12. Pass the same KVCache to every call of
-    `CausalSelfAttention.forward` while generating; each call appends the new
-    tokens' keys and values, so earlier tokens are never projected again.
-    The cache is state the caller holds and can inspect, not hidden state
-    on the module. Its attributes `k` and `v` are the cached keys and values,
-    (batch, n_heads, n_past, d_head) tensors, or None while the cache is empty.
+    Taught in :doc:`/chapters/12_attention_layer` (chapter 12).
+
+    Pass the same KVCache to every call of ``CausalSelfAttention.forward``
+    while generating; each call appends the new tokens' keys and values, so
+    earlier tokens are never projected again. The cache is state the caller
+    holds and can inspect, not hidden state on the module. It takes no
+    arguments; ``len(cache)`` is n_past. Its attributes ``k`` and ``v`` are
+    the cached keys and values, tensors of shape (batch, n_heads, n_past,
+    d_head), or None while the cache is empty.
     """
 
     def __init__(self):
@@ -198,8 +285,16 @@ class KVCache:
         return 0 if self.k is None else self.k.shape[-2]
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the new tokens' k, v (batch, n_heads, n_new, d_head); return all of them,
-        (batch, n_heads, n_past + n_new, d_head) each."""
+        """Add the new tokens' keys and values; return all of them.
+
+        Parameters
+        ----------
+        k, v : torch.Tensor, shape (batch, n_heads, n_new, d_head)
+
+        Returns
+        -------
+        k, v : torch.Tensor, shape (batch, n_heads, n_past + n_new, d_head)
+        """
         if self.k is None:
             self.k, self.v = k, v
         else:
@@ -215,32 +310,36 @@ class KVCache:
 class CausalSelfAttention(nn.Module):
     """Causal multi-head self-attention in the GPT layout, returning (output, weights).
 
-    Taught in chapter 12 (heads: chapter 10).
+    Taught in :doc:`/chapters/12_attention_layer` (chapter 12). Heads:
+    :doc:`/chapters/10_toward_the_transformer` (chapter 10).
 
-    d_model: width of the tokens; n_heads: number of heads h, which must
-       divide d_model; each head has width d_head = d_model / n_heads.
-    dropout: probability of zeroing an attention weight in training mode.
-    max_len: longest sequence (with the cache: n_past + n_new) the causal
-       mask buffer covers; GPT-2 uses 1024.
-    bias: whether the two linear maps have biases (GPT-2's do).
+    The layers are ``qkv``, one fused ``nn.Linear(d_model, 3 d_model)`` whose
+    output columns are Q, K and V side by side (the order and layout of
+    ``nn.MultiheadAttention``'s in_proj_weight), and ``proj``, the output
+    projection ``nn.Linear(d_model, d_model)``. The causal mask is the boolean
+    buffer ``mask`` (max_len, max_len), True = may attend.
 
-    The layers are `qkv`, one fused nn.Linear(d_model, 3 d_model) whose output
-    columns are Q, K and V side by side (the order and layout of
-    nn.MultiheadAttention's in_proj_weight), and `proj`, the output
-    projection nn.Linear(d_model, d_model). The causal mask is the boolean
-    buffer `mask` (max_len, max_len), True = may attend.
-
-    forward(x (batch, n, d_model), cache=None) -> (output (batch, n, d_model),
-    weights (batch, n_heads, n, n_k)), where n_k = n without a cache and
-    n_past + n with one. The weights returned are the ones used, after dropout.
+    Parameters
+    ----------
+    d_model : int
+        Width of the tokens.
+    n_heads : int
+        Number of heads h, which must divide d_model; each head has width
+        d_head = d_model / n_heads.
+    dropout : float, default 0.0
+        Probability of zeroing an attention weight in training mode, in [0, 1).
+    max_len : int, default 1024
+        Longest sequence (with the cache: n_past + n_new) the causal mask
+        buffer covers; GPT-2 uses 1024.
+    bias : bool, default True
+        Whether the two linear maps have biases (GPT-2's do).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
                  max_len: int = 1024, bias: bool = True):
         super().__init__()
-        for name, k in (("d_model", d_model), ("n_heads", n_heads), ("max_len", max_len)):
-            if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-                raise ValueError(f"{name} must be a positive integer, got {k!r}")
+        d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
+        max_len = positive_int(max_len, "max_len")
         if d_model % n_heads:
             raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
         if not 0.0 <= dropout < 1.0:
@@ -253,6 +352,21 @@ class CausalSelfAttention(nn.Module):
                              persistent=False)
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+        """Attend causally over x (and the cached tokens, if a cache is given).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (batch, n, d_model)
+        cache : KVCache, optional
+            Appended to in place; its tokens come before x's.
+
+        Returns
+        -------
+        output : torch.Tensor, shape (batch, n, d_model)
+        weights : torch.Tensor, shape (batch, n_heads, n, n_k)
+            n_k = n without a cache and n_past + n with one. The weights returned
+            are the ones used, after dropout.
+        """
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, "
                              f"{self.d_model}); got {tuple(x.shape)}")

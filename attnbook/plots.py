@@ -62,8 +62,22 @@ _register_ipython_png()
 def new_figure(width: float = 4.8, height: float = 3.6, **subplots_kw):
     """A matplotlib Figure (not registered with pyplot) and its axes.
 
+    Taught in :doc:`/chapters/03_word_vectors` (chapter 3).
+
     Using Figure directly means no global state: nothing to close, nothing
     shared between cells. Jupyter displays a returned Figure as usual.
+
+    Parameters
+    ----------
+    width, height : float, default 4.8 and 3.6
+        Size in inches, finite numbers > 0.
+    **subplots_kw
+        Passed to ``Figure.subplots`` (``nrows``, ``ncols``, ...).
+
+    Returns
+    -------
+    fig : matplotlib.figure.Figure
+    ax : matplotlib.axes.Axes or ndarray of Axes
     """
     width, height = positive_number(width, "width"), positive_number(height, "height")
     fig = Figure(figsize=(width, height), dpi=DPI, facecolor="white", layout="constrained")
@@ -78,17 +92,37 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
             colorbar: bool = True, cmap: str = CMAP):
     """Draw a (n_q, n_k) matrix as an annotated heatmap.
 
-    weights: (n_q, n_k) or (n_k,) (drawn as one row).
-    row_labels / col_labels: tick labels (token names) for queries / keys.
-    vmin, vmax: colour range; the default [0, 1] suits attention weights,
-       pass None to fit the data (for raw scores).
-    annotate: write each value in its cell; default: when there are at most
-       ANNOTATE_MAX_CELLS cells (more than ANNOTATE_LIMIT is refused).
+    Taught in :doc:`/chapters/01_looking_things_up` (chapter 1).
+
     An axis longer than MAX_TICKS gets at most MAX_TICKS evenly spaced ticks
-    (each with its own row's or column's label), instead of one label per
-    row and column: 4096 of them took most of the half minute a 4096 x 4096
+    (each with its own row's or column's label), instead of one label per row
+    and column: 4096 of them took most of the half minute a 4096 x 4096
     matrix used to cost.
-    returns the Figure (a new one when `ax` is None, else ax's).
+
+    Parameters
+    ----------
+    weights : array_like, shape (n_q, n_k) or (n_k,)
+        A 1-d array is drawn as one row.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when None.
+    row_labels, col_labels : sequence of str, optional
+        Tick labels (token names) for queries and keys.
+    title, xlabel, ylabel : str, optional
+    vmin, vmax : float or None, default 0.0 and 1.0
+        Colour range; the default [0, 1] suits attention weights. Pass None to
+        fit the data (for raw scores).
+    annotate : bool, optional
+        Write each value in its cell; default: when there are at most
+        ANNOTATE_MAX_CELLS cells (more than ANNOTATE_LIMIT is refused).
+    fmt : str, default "{:.2f}"
+        Format of the written values.
+    colorbar : bool, default True
+    cmap : str, default "cividis"
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        A new one when `ax` is None, else ax's.
     """
     w = as_real(weights, "weights")
     require_ndim(w, "weights", (1, 2), "(n_q, n_k) or (n_k,)")
@@ -172,9 +206,25 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
                  vmin: float | None = 0.0, vmax: float | None = 1.0, **heatmap_kw):
     """Several heatmaps side by side with one shared colour bar.
 
-    matrices: a sequence of (n_q, n_k) arrays, or an array (m, n_q, n_k).
-    titles: one per matrix. Labels and the colour range are shared.
-    returns the Figure.
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+
+    Parameters
+    ----------
+    matrices : sequence of array_like, each (n_q, n_k), or array_like (m, n_q, n_k)
+    titles : sequence of str, optional
+        One per matrix.
+    row_labels, col_labels : sequence of str, optional
+        Shared by all the matrices.
+    ncols : int, optional
+        Heatmaps per row (a positive integer); default: all in one row.
+    vmin, vmax : float or None, default 0.0 and 1.0
+        The shared colour range.
+    **heatmap_kw
+        Passed to `heatmap`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     if matrices is None or isinstance(matrices, (str, bytes)):
         raise TypeError(f"matrices must be a sequence of (n_q, n_k) arrays or an array "
@@ -263,9 +313,23 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
                  title: str | None = None):
     """2-d word vectors as labelled points, coloured by group.
 
-    vectors: {word: (2,) vector}; groups: {group name: words} (optional);
-    arrows_from_origin: words to draw as arrows from (0, 0).
-    returns the Figure.
+    Taught in :doc:`/chapters/03_word_vectors` (chapter 3).
+
+    Parameters
+    ----------
+    vectors : dict
+        {word: vector of shape (2,)}.
+    groups : dict, optional
+        {group name: words}.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; a new figure when None.
+    arrows_from_origin : sequence of str, default ()
+        Words to draw as arrows from (0, 0).
+    title : str, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
     """
     if not isinstance(vectors, dict):
         raise TypeError(f"vectors must be a dict {{word: (2,) vector}}, got "

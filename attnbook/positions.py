@@ -18,15 +18,24 @@ __all__ = ["sinusoidal_positions", "rotate"]
 def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
     """The Transformer's sinusoidal position encoding: one row per position.
 
-    Taught in chapter 11.
+    Taught in :doc:`/chapters/11_positions` (chapter 11).
 
-    n: number of positions (an integer >= 1); rows are positions 0..n-1.
-    d: width of the encoding (an even integer >= 2), the d_model of the
-       embeddings it is added to.
-    base: finite number > 0 (10000 in the Transformer); the wavelengths run
-       from 2π up to about 2π·base.
-    returns PE of shape (n, d) with PE[p, 2i] = sin(p / base^(2i/d)) and
-       PE[p, 2i+1] = cos(p / base^(2i/d)).
+    Parameters
+    ----------
+    n : int
+        Number of positions (an integer >= 1); rows are positions 0..n-1.
+    d : int
+        Width of the encoding (an even integer >= 2), the d_model of the
+        embeddings it is added to.
+    base : float, default 10000.0
+        A finite number > 0 (10000 in the Transformer); the wavelengths run
+        from 2π up to about 2π·base.
+
+    Returns
+    -------
+    PE : ndarray, shape (n, d)
+        ``PE[p, 2i] = sin(p / base^(2i/d))`` and
+        ``PE[p, 2i+1] = cos(p / base^(2i/d))``.
     """
     n = _whole(n, "n", smallest=1)
     d = _whole(d, "d", smallest=2)
@@ -44,15 +53,24 @@ def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
 def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
     """Rotary position embedding (RoPE): turn each row by its position's angles.
 
-    Taught in chapter 11.
+    Taught in :doc:`/chapters/11_positions` (chapter 11).
 
-    x: (..., n, d) queries or keys, one row per token; d must be even.
-    positions: (n,) the position of each row (integers, or any real numbers).
-    base: finite number > 0, as in `sinusoidal_positions`.
-    returns an array of x's shape: the pair (x[..., 2i], x[..., 2i+1]) of the
-       row at position p is rotated by the angle p / base^(2i/d). Rotations
-       keep lengths, and rotate(q, p) · rotate(k, m) depends on p and m only
-       through the offset m - p.
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d)
+        Queries or keys, one row per token; d must be even.
+    positions : array_like, shape (n,)
+        The position of each row (integers, or any real numbers).
+    base : float, default 10000.0
+        A finite number > 0, as in `sinusoidal_positions`.
+
+    Returns
+    -------
+    ndarray, shape of x
+        The pair (x[..., 2i], x[..., 2i+1]) of the row at position p is rotated
+        by the angle p / base^(2i/d). Rotations keep lengths, and
+        rotate(q, p) · rotate(k, m) depends on p and m only through the offset
+        m - p.
     """
     x = as_real(x, "x")
     require_ndim(x, "x", ">=2", "(..., n, d)")

@@ -18,11 +18,24 @@ CHUNK_BYTES = 32 * 2 ** 20
 def additive_scores(Q, K, W_q, W_k, w_v) -> np.ndarray:
     """Additive attention scores w_vᵀ tanh(W_qᵀ q + W_kᵀ k) for every query/key pair.
 
-    Q: (..., n_q, d_q)   K: (..., n_k, d_kk)   (d_q and d_kk may differ)
-    W_q: (d_q, h)   W_k: (d_kk, h)   w_v: (h,)
-    returns scores (..., n_q, n_k), to be passed to softmax / masked_softmax.
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
     The (..., n_q, n_k, h) tanh features are built a block of queries at a
     time (about CHUNK_BYTES each), so memory grows only with the scores.
+
+    Parameters
+    ----------
+    Q : array_like, shape (..., n_q, d_q)
+    K : array_like, shape (..., n_k, d_kk)
+        d_q and d_kk may differ.
+    W_q : array_like, shape (d_q, h)
+    W_k : array_like, shape (d_kk, h)
+    w_v : array_like, shape (h,)
+
+    Returns
+    -------
+    scores : ndarray, shape (..., n_q, n_k)
+        To be passed to softmax or masked_softmax.
     """
     Q, K = as_real(Q, "Q"), as_real(K, "K")
     W_q, W_k, w_v = as_real(W_q, "W_q"), as_real(W_k, "W_k"), as_real(w_v, "w_v")

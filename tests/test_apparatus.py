@@ -26,11 +26,10 @@ from terms import (
 
 sys.path.insert(0, str(ROOT / "tools"))
 from build_book import book_config  # noqa: E402
-from sphinx_docstrings import to_rst  # noqa: E402
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
-               "nn", "learn", "plots", "explorers", "examples", "bugs", "book"]
+               "nn", "learn", "plots", "explorers", "examples", "bugs", "glue"]
 ENTRIES = glossary_entries()
 TERMS = [e.term for e in ENTRIES]
 
@@ -219,6 +218,66 @@ def test_every_public_function_and_class_has_a_docstring():
     assert not missing, f"no docstring: {missing}"
 
 
+def _numpy_docstring_problems(obj) -> list[str]:
+    """What the house docstring convention (CONTRIBUTING.md) finds missing in obj's
+    docstring: NumPy-style Parameters and Returns sections (classes: Parameters,
+    unless the constructor takes no argument) and a :doc: link to the chapter
+    that teaches it, which must be an existing chapter notebook."""
+    doc = inspect.getdoc(obj) or ""
+    sections = ["Parameters"] if inspect.isclass(obj) else ["Parameters", "Returns"]
+    if inspect.isclass(obj) and not inspect.signature(obj).parameters:
+        sections = []
+    problems = [f"no {name} section" for name in sections
+                if not re.search(rf"^{name}\n-{{{len(name)}}}$", doc, re.M)]
+    chapters = re.findall(r":doc:`/chapters/([^`]+)`", doc)
+    if not chapters:
+        problems.append("names no chapter (:doc:`/chapters/<notebook>`)")
+    problems += [f"names {c}, which is not a chapter" for c in chapters
+                 if not (ROOT / "chapters" / f"{c}.ipynb").is_file()]
+    return problems
+
+
+@pytest.mark.parametrize("module", [
+    pytest.param(name, marks=pytest.mark.xfail(
+        strict=True, reason="agent E converts explorers.py on its own branch; drop this "
+        "mark when that merges")) if name == "explorers" else name
+    for name in API_MODULES])
+def test_every_public_callable_has_a_numpy_docstring_naming_its_chapter(module):
+    problems = {qualname: p for qualname, obj in _public_callables()
+                if qualname.startswith(f"attnbook.{module}.")
+                and (p := _numpy_docstring_problems(obj))}
+    assert not problems, f"docstrings off the convention: {problems}"
+
+
+def test_the_docstring_check_catches_a_house_style_docstring_and_a_wrong_chapter():
+    def house_style(q, k):
+        """Attend. Taught in chapter 4.
+
+        q: (n_q, d_k); k: (n_k, d_k)
+        returns weights (n_q, n_k)
+        """
+
+    def wrong_chapter(q):
+        """Attend.
+
+        Taught in :doc:`/chapters/04_softmax` (chapter 4).
+
+        Parameters
+        ----------
+        q : array_like, shape (n_q, d_k)
+
+        Returns
+        -------
+        ndarray, shape (n_q,)
+        """
+
+    assert _numpy_docstring_problems(house_style) == [
+        "no Parameters section", "no Returns section",
+        "names no chapter (:doc:`/chapters/<notebook>`)"]
+    assert _numpy_docstring_problems(wrong_chapter) == [
+        "names 04_softmax, which is not a chapter"]
+
+
 @pytest.mark.book
 @pytest.mark.slow
 @pytest.mark.xdist_group("book")
@@ -241,17 +300,6 @@ def test_every_public_function_appears_in_the_built_api_reference_with_its_docst
             undocumented.append((qualname, words))
     assert not absent, f"not in api.html: {absent}"
     assert not undocumented, f"docstring summary not shown: {undocumented}"
-
-
-def test_docstring_contract_becomes_parameter_fields():
-    doc = ("Attend.\n\nQ: (n_q, d_k)   K, V: (n_k, d_k); mask: True = may attend\n"
-           "scale: a number that\n   goes on\nreturns output (n_q, d_v) and\nweights (n_q, n_k)\n"
-           "A note with 2 * 3 and word_.")
-    assert to_rst(doc.splitlines()) == [
-        "Attend.", "", ":param Q: (n_q, d_k)", ":param K: (n_k, d_k)", ":param V: (n_k, d_k)",
-        ":param mask: True = may attend", ":param scale: a number that", "   goes on",
-        ":returns: output (n_q, d_v) and", "   weights (n_q, n_k)", "",
-        "A note with 2 \\* 3 and word\\_."]
 
 
 # --- downloads ------------------------------------------------------------
@@ -309,7 +357,7 @@ def test_github_workflow_is_valid_and_runs_the_ci_script_then_publishes_the_book
 
 
 def test_glue_without_myst_nb_is_a_no_op(monkeypatch):
-    from attnbook.book import glue
+    from attnbook.glue import glue
     monkeypatch.setitem(sys.modules, "myst_nb", None)     # import myst_nb now fails
     assert glue("x", 1.5) is None
 
