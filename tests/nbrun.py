@@ -1,4 +1,5 @@
-"""Execute a chapter once per test process and read what it glued.
+"""Execute a chapter once per test process, as the build does
+(`tools.build_book.execute_notebook`), and read what it glued.
 
 Cells tagged `remove-cell` are not shown in the book, so a reader who types
 the visible code never runs them. They may only glue numbers into the prose
@@ -12,12 +13,10 @@ import functools
 from pathlib import Path
 
 import nbformat
-import yaml
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parent.parent
-CELL_TIMEOUT = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
+from tools.build_book import execute_notebook
+from tools.project import ROOT
 
 
 def is_removed(cell) -> bool:
@@ -33,19 +32,19 @@ def isolate_removed_cells(nb: nbformat.NotebookNode) -> None:
 
 
 def run(nb: nbformat.NotebookNode, where: str, cwd: Path) -> nbformat.NotebookNode:
-    """Execute `nb` in place in a fresh python3 kernel; on failure, name the cell."""
+    """Execute `nb` in place in a fresh kernel as the build does; on failure,
+    name the cell."""
     isolate_removed_cells(nb)
-    try:
-        NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                       resources={"metadata": {"path": str(cwd)}}).execute()
-    except CellExecutionError as err:
+    err = execute_notebook(nb, cwd).err
+    if err is not None:
         code = [c for c in nb.cells if c.cell_type == "code"]
         failed = next((i for i, c in enumerate(code)
                        if any(o.output_type == "error" for o in c.get("outputs", []))), None)
         cell = (f"code cell {failed + 1} of {len(code)} (cell id {code[failed].get('id')})"
                 if failed is not None else "a cell")
         raise CellExecutionError(f"{where}, {cell} failed:\n{err}",
-                                 err.ename, err.evalue) from None
+                                 getattr(err, "ename", type(err).__name__),
+                                 getattr(err, "evalue", str(err)))
     return nb
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import ROOT, chapter_notebooks, toc_files
-from terms import (
+
+from tools.project import ROOT, book_config, chapter_notebooks, toc_files
+from tools.sphinx_docstrings import to_rst
+from tools.terms import (
     chapter_cells,
     chinese_table,
     first_uses,
@@ -23,10 +25,6 @@ from terms import (
     pinyin_key,
     term_pattern,
 )
-
-sys.path.insert(0, str(ROOT / "tools"))
-from build_book import book_config  # noqa: E402
-from sphinx_docstrings import to_rst  # noqa: E402
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
@@ -82,7 +80,7 @@ def test_every_chapter_links_the_first_use_of_each_glossary_term():
         for term, use in first_uses(chapter_cells(nb), TERMS).items():
             if not use.linked:
                 problems.append(f"{nb.name}: first use of {term!r} is not a link: ...{use.excerpt}...")
-    assert not problems, ("\n".join(problems) + "\n(run `python tools/link_terms.py` to see "
+    assert not problems, ("\n".join(problems) + "\n(run `python -m tools.link_terms` to see "
                           "them, and `--write` to link them)")
 
 
