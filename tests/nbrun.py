@@ -10,6 +10,8 @@ defines fails with a NameError, as it would for the reader.
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -50,9 +52,27 @@ def run(nb: nbformat.NotebookNode, where: str, cwd: Path) -> nbformat.NotebookNo
 
 @functools.lru_cache(maxsize=None)
 def executed(name: str) -> nbformat.NotebookNode:
-    """The chapter `chapters/<name>.ipynb`, executed in a fresh python3 kernel."""
+    """The chapter `chapters/<name>.ipynb`, executed in a fresh python3 kernel
+    once per test run: under pytest-xdist the first worker that asks executes
+    it and saves it in _build/.test-executed/<run>/, and the others read that."""
     path = ROOT / "chapters" / f"{name}.ipynb"
-    return run(nbformat.read(path, as_version=4), f"chapters/{name}.ipynb", path.parent)
+    where = f"chapters/{name}.ipynb"
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run_id:
+        return run(nbformat.read(path, as_version=4), where, path.parent)
+    from filelock import FileLock
+    shared = ROOT / "_build" / ".test-executed"
+    for old in shared.glob("*"):
+        if old.name != run_id:                       # earlier runs' notebooks
+            shutil.rmtree(old, ignore_errors=True)
+    saved = shared / run_id / f"{name}.ipynb"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{saved}.lock"):
+        if saved.exists():
+            return nbformat.read(saved, as_version=4)
+        nb = run(nbformat.read(path, as_version=4), where, path.parent)
+        nbformat.write(nb, saved)
+        return nb
 
 
 def glued(name: str) -> dict[str, str]:
