@@ -312,6 +312,26 @@ def test_glue_without_myst_nb_is_a_no_op(monkeypatch):
     assert glue("x", 1.5) is None
 
 
+def test_glue_writes_what_myst_nb_glue_writes(monkeypatch):
+    """attnbook.book.glue writes myst-nb's glue output itself (importing
+    myst_nb.ext.glue costs a notebook seconds): the same display call."""
+    import IPython.display
+    import myst_nb.ext.glue
+    import numpy as np
+
+    from attnbook.book import glue
+    calls = []
+    record = lambda *args, **kwargs: calls.append((args, kwargs))  # noqa: E731
+    monkeypatch.setattr(IPython.display, "display", record)
+    monkeypatch.setattr(myst_nb.ext.glue, "ipy_display", record)
+    for value in (1.5, np.float64(0.25), "text", np.int64(3)):
+        calls.clear()
+        glue("x", value)
+        myst_nb.ext.glue.glue("x", value.item() if isinstance(value, np.generic) else value,
+                              display=False)
+        assert len(calls) == 2 and calls[0] == calls[1], calls
+
+
 def test_template_override_is_the_installed_themes_macros_without_fontawesome_js():
     import pydata_sphinx_theme
     theme = (Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
