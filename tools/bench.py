@@ -213,8 +213,10 @@ def bench_make_test() -> None:
     start = time.perf_counter()
     proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
+    (ROOT / "_build" / "bench-make-test.log").write_text(proc.stdout + proc.stderr)
     summary = (proc.stdout.strip().splitlines() or ["?"])[-1].strip("= ")
-    row("make test", elapsed / 60, "min", limit=10, note=f"exit {proc.returncode}: {summary}")
+    row("make test", elapsed / 60, "min", limit=10,
+        note=f"exit {proc.returncode}: {summary} (output: _build/bench-make-test.log)")
 
 
 def print_table() -> None:

@@ -5,9 +5,10 @@
   the CDN copy and says what is lost;
 - runs `jupyter-book build -W -n --keep-going`, so any warning, unresolved
   reference or failing cell fails the build;
-- executes the notebooks that the cache lacks with jupyter-cache's own
-  "local-parallel" executor, into the cache that jupyter-book reads (it would
-  run them one by one), so the build itself finds every notebook cached;
+- executes the notebooks that the cache lacks one per core, longest first
+  (jupyter-cache's executor function, _config.yml's settings), into the
+  cache that jupyter-book reads (it would run them one by one), so the build
+  itself finds every notebook cached;
 - after a successful build with the same configuration, extensions and
   attnbook, Sphinx re-reads and re-writes only what changed (a prose edit is
   seen in seconds); otherwise, and with --all, every page is re-read and
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import yaml
@@ -136,10 +138,22 @@ def code_hashes() -> dict[str, str]:
     return hashes
 
 
+def _execute(path: Path):
+    """Worker: execute one notebook file; (path, executed notebook, seconds, failed)."""
+    import nbformat
+    nb = nbformat.read(path, as_version=4)
+    result = execute_notebook(nb, path.parent)
+    return path, nb, result.time, result.err is not None
+
+
 def pre_execute(cache_path: Path) -> None:
-    """Execute the notebooks the cache lacks with jupyter-cache's "local-parallel"
-    executor (one process per core). A notebook that fails is left out of the
-    cache: jupyter-book then runs it itself and reports the failure as usual."""
+    """Execute the notebooks the cache lacks, one per core and the longest
+    first, and cache them as jupyter-book's cache mode would. This beat
+    jupyter-cache's own "local-parallel" executor on a clean cache, side by
+    side on this 2-core machine: 133 s against 149 s, then 87 s against 131 s
+    (that executor hands out notebooks in pairs, in TOC order, so a long one
+    can run last, alone). A notebook that fails is left out of the cache:
+    jupyter-book then runs it itself and reports the failure as usual."""
     # Fast path: the code of every notebook is as when it was last cached here
     # (the stamp lives inside the cache, so emptying the cache drops it too);
     # asking jupyter-cache costs about a second of imports and validation.
@@ -147,33 +161,35 @@ def pre_execute(cache_path: Path) -> None:
     hashes = code_hashes()
     if stamp.exists() and json.loads(stamp.read_text()) == hashes:
         return
-    import logging
-
     import nbformat
     from jupyter_cache import get_cache
-    from jupyter_cache.executors import load_executor
+    from jupyter_cache.base import CacheBundleIn
     cache = get_cache(str(cache_path))
     todo = []
     for path in toc_notebooks():
-        record = cache.add_nb_to_project(str(path))
         try:
             cache.match_cache_notebook(nbformat.read(path, as_version=4))
         except KeyError:
-            todo.append(record.pk)
-    failed: list[str] = []
+            todo.append(path)
+    failed = []
     if todo:
-        log(f"executing {len(todo)} notebook(s), {os.cpu_count()} at a time")
+        workers = os.cpu_count() or 1
+        log(f"executing {len(todo)} notebook(s), {workers} at a time")
         start = time.perf_counter()
-        settings = config()["execute"]
-        result = load_executor("local-parallel", cache,
-                               logger=logging.getLogger("build_book")).run_and_cache(
-            filter_pks=todo, timeout=settings["timeout"], allow_errors=settings["allow_errors"])
-        failed = [*result.excepted, *result.errored]
-        for uri in failed:
-            log(f"{Path(uri).relative_to(ROOT)} failed; the build will run it again and say why")
+        todo.sort(key=lambda p: -p.stat().st_size)      # longest (roughly) first
+        with ProcessPoolExecutor(workers) as pool:
+            for path, nb, seconds, err in pool.map(_execute, todo):
+                if err:
+                    log(f"{path.relative_to(ROOT)} failed; the build will run it again "
+                        "and say why")
+                    failed.append(str(path.relative_to(ROOT)))
+                    continue
+                record = cache.add_nb_to_project(str(path))
+                cache.cache_notebook_bundle(CacheBundleIn(
+                    nb, record.uri, data={"execution_seconds": seconds}),
+                    check_validity=False, overwrite=True)
         log(f"executed in {time.perf_counter() - start:.0f} s")
-    stamp.write_text(json.dumps({k: v for k, v in hashes.items()
-                                 if str(ROOT / k) not in failed}, indent=1))
+    stamp.write_text(json.dumps({k: v for k, v in hashes.items() if k not in failed}, indent=1))
 
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
