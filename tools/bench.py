@@ -214,7 +214,8 @@ def bench_make_test() -> None:
     proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     (ROOT / "_build" / "bench-make-test.log").write_text(proc.stdout + proc.stderr)
-    summary = (proc.stdout.strip().splitlines() or ["?"])[-1].strip("= ")
+    summary = next((line.strip("= ") for line in reversed(proc.stdout.splitlines())
+                    if " passed" in line or " failed" in line or " error" in line), "?")
     row("make test", elapsed / 60, "min", limit=10,
         note=f"exit {proc.returncode}: {summary} (output: _build/bench-make-test.log)")
 
