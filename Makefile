@@ -25,7 +25,7 @@ $(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@touch $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/python tools/build_book.py
+	$(BIN)/python -m tools.build_book
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -rP
@@ -34,7 +34,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters $(if $(filter 0,$(shell id -u)),--allow-root)
 
 bench: $(STAMP)
-	$(BIN)/python tools/bench.py
+	$(BIN)/python -m tools.bench
 
 clean:
 	rm -rf _build _vendor

@@ -5,6 +5,10 @@ import numpy as np
 
 __all__ = ["glue"]
 
+#: The mime-type prefix under which myst-nb looks for glued values
+#: (myst_nb.ext.glue.GLUE_PREFIX).
+GLUE_PREFIX = "application/papermill.record/"
+
 
 def glue(name: str, value) -> None:
     """Store `value` for the prose without displaying it.
@@ -16,6 +20,11 @@ def glue(name: str, value) -> None:
     Python numbers first, so format specs such as ``:.2f`` work. Without
     myst-nb (a notebook run in Colab, say) there is no book to glue into, so
     this does nothing; the book build always has myst-nb.
+
+    It writes exactly what ``myst_nb.glue(name, value, display=False)``
+    writes, without importing ``myst_nb.ext.glue``: that import (nbformat,
+    then jsonschema's format checkers) cost every notebook 1.5-4 s on this
+    machine, as much as importing torch.
 
     Parameters
     ----------
@@ -29,9 +38,13 @@ def glue(name: str, value) -> None:
     None
     """
     try:
-        from myst_nb import glue as myst_glue
+        import myst_nb  # noqa: F401  (cheap: the package is lazy)
     except ImportError:
         return
+    from IPython.core.formatters import format_display_data
+    from IPython.display import display
     if isinstance(value, np.generic):
         value = value.item()
-    myst_glue(name, value, display=False)
+    bundle, metadata = format_display_data(value)
+    metadata["scrapbook"] = dict(name=name, mime_prefix=GLUE_PREFIX)
+    display({GLUE_PREFIX + k: v for k, v in bundle.items()}, raw=True, metadata=metadata)

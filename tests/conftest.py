@@ -1,43 +1,22 @@
-"""Shared fixtures: the chapter list, the strictly built book, a local HTTP
-server for it, and headless Chromium (Debian's package, driven by playwright)."""
+"""Shared fixtures: the strictly built book, a local HTTP server for it, and
+headless Chromium (Debian's package, driven by playwright). The book's files,
+configuration, server and browser flags come from `tools.project`."""
 from __future__ import annotations
 
-import functools
-import http.server
 import os
-import shutil
 import subprocess
 import sys
-import threading
-from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync", "--disable-quic"]
+from tools.project import CHROMIUM_ARGS, ROOT, find_chromium, serve
+
 IN_CI = os.environ.get("CI") == "true"
-
-
-def toc_files() -> list[str]:
-    """Every file named in _toc.yml, in reading order, without extension."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for part in toc.get("parts", []):
-        files += [c["file"] for c in part["chapters"]]
-    return files
-
-
-def chapter_notebooks() -> list[Path]:
-    return sorted((ROOT / "chapters").glob("*.ipynb"))
 
 
 def require_chromium() -> str:
     """Path of Chromium; skip (fail in CI) with install advice when it is missing."""
-    path = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+    path = find_chromium()
     if path:
         return path
     message = ("Chromium is not installed, so the browser tests cannot run. Install "
@@ -49,7 +28,7 @@ def require_chromium() -> str:
 
 
 @pytest.fixture(scope="session")
-def built_book(testrun_uid) -> Path:
+def built_book(testrun_uid):
     """Build the book strictly once per test run, even if several pytest-xdist
     workers ask for it (a file lock makes the others wait); return _build/html."""
     from filelock import FileLock
@@ -59,7 +38,7 @@ def built_book(testrun_uid) -> Path:
         if not done.exists():
             for old in (ROOT / "_build").glob(".built-*"):
                 old.unlink()
-            proc = subprocess.run([sys.executable, str(ROOT / "tools" / "build_book.py")],
+            proc = subprocess.run([sys.executable, "-m", "tools.build_book", "--all"],
                                   cwd=ROOT, capture_output=True, text=True)
             done.write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
     returncode, _, output = done.read_text().partition("\n")
@@ -69,21 +48,11 @@ def built_book(testrun_uid) -> Path:
     return ROOT / "_build" / "html"
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="session")
 def book_server(built_book):
     """Serve the built book on 127.0.0.1 at a free port; yields the base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(built_book))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serve(built_book) as (url, _):
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -1,4 +1,5 @@
-"""Execute a chapter once per test process and read what it glued.
+"""Execute a chapter once per test process, as the build does
+(`tools.build_book.execute_notebook`), and read what it glued.
 
 Cells tagged `remove-cell` are not shown in the book, so a reader who types
 the visible code never runs them. They may only glue numbers into the prose
@@ -9,15 +10,15 @@ defines fails with a NameError, as it would for the reader.
 from __future__ import annotations
 
 import functools
+import os
+import shutil
 from pathlib import Path
 
 import nbformat
-import yaml
-from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-ROOT = Path(__file__).resolve().parent.parent
-CELL_TIMEOUT = yaml.safe_load((ROOT / "_config.yml").read_text())["execute"]["timeout"]
+from tools.build_book import execute_notebook
+from tools.project import ROOT
 
 
 def is_removed(cell) -> bool:
@@ -33,27 +34,45 @@ def isolate_removed_cells(nb: nbformat.NotebookNode) -> None:
 
 
 def run(nb: nbformat.NotebookNode, where: str, cwd: Path) -> nbformat.NotebookNode:
-    """Execute `nb` in place in a fresh python3 kernel; on failure, name the cell."""
+    """Execute `nb` in place in a fresh kernel as the build does; on failure,
+    name the cell."""
     isolate_removed_cells(nb)
-    try:
-        NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                       resources={"metadata": {"path": str(cwd)}}).execute()
-    except CellExecutionError as err:
+    err = execute_notebook(nb, cwd).err
+    if err is not None:
         code = [c for c in nb.cells if c.cell_type == "code"]
         failed = next((i for i, c in enumerate(code)
                        if any(o.output_type == "error" for o in c.get("outputs", []))), None)
         cell = (f"code cell {failed + 1} of {len(code)} (cell id {code[failed].get('id')})"
                 if failed is not None else "a cell")
         raise CellExecutionError(f"{where}, {cell} failed:\n{err}",
-                                 err.ename, err.evalue) from None
+                                 getattr(err, "ename", type(err).__name__),
+                                 getattr(err, "evalue", str(err)))
     return nb
 
 
 @functools.lru_cache(maxsize=None)
 def executed(name: str) -> nbformat.NotebookNode:
-    """The chapter `chapters/<name>.ipynb`, executed in a fresh python3 kernel."""
+    """The chapter `chapters/<name>.ipynb`, executed in a fresh python3 kernel
+    once per test run: under pytest-xdist the first worker that asks executes
+    it and saves it in _build/.test-executed/<run>/, and the others read that."""
     path = ROOT / "chapters" / f"{name}.ipynb"
-    return run(nbformat.read(path, as_version=4), f"chapters/{name}.ipynb", path.parent)
+    where = f"chapters/{name}.ipynb"
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if not run_id:
+        return run(nbformat.read(path, as_version=4), where, path.parent)
+    from filelock import FileLock
+    shared = ROOT / "_build" / ".test-executed"
+    for old in shared.glob("*"):
+        if old.name != run_id:                       # earlier runs' notebooks
+            shutil.rmtree(old, ignore_errors=True)
+    saved = shared / run_id / f"{name}.ipynb"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{saved}.lock"):
+        if saved.exists():
+            return nbformat.read(saved, as_version=4)
+        nb = run(nbformat.read(path, as_version=4), where, path.parent)
+        nbformat.write(nb, saved)
+        return nb
 
 
 def glued(name: str) -> dict[str, str]:

@@ -7,16 +7,14 @@ each page by these tests only; the book never loads it.
 """
 from __future__ import annotations
 
-import functools
-import http.server
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 from test_book import built_pages
+
+from tools.project import ROOT, serve
 
 pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]
 
@@ -36,28 +34,12 @@ def require_axe() -> Path:
     return AXE
 
 
-class _RecordingHandler(http.server.SimpleHTTPRequestHandler):
-    """Serves a folder and records every (status, path) it answers."""
-    log: list
-
-    def log_message(self, *args):
-        pass
-
-    def log_request(self, code="-", size="-"):
-        self.log.append((int(code), self.path))
-
-
 @pytest.fixture
 def recording_server(built_book):
-    """The built book over HTTP on 127.0.0.1; yields (base URL, request log)."""
-    log: list = []
-    handler = functools.partial(type("H", (_RecordingHandler,), {"log": log}),
-                                directory=str(built_book))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", log
-    server.shutdown()
-    server.server_close()
+    """The built book over HTTP on 127.0.0.1; yields (base URL, the list of
+    (status, path) of every request answered)."""
+    with serve(built_book) as served:
+        yield served
 
 
 def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):

@@ -14,8 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
-from conftest import ROOT, chapter_notebooks, toc_files
-from terms import (
+
+from tools.project import ROOT, book_config, chapter_notebooks, toc_files
+from tools.terms import (
     chapter_cells,
     chinese_table,
     first_uses,
@@ -23,9 +24,6 @@ from terms import (
     pinyin_key,
     term_pattern,
 )
-
-sys.path.insert(0, str(ROOT / "tools"))
-from build_book import book_config  # noqa: E402
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
@@ -81,7 +79,7 @@ def test_every_chapter_links_the_first_use_of_each_glossary_term():
         for term, use in first_uses(chapter_cells(nb), TERMS).items():
             if not use.linked:
                 problems.append(f"{nb.name}: first use of {term!r} is not a link: ...{use.excerpt}...")
-    assert not problems, ("\n".join(problems) + "\n(run `python tools/link_terms.py` to see "
+    assert not problems, ("\n".join(problems) + "\n(run `python -m tools.link_terms` to see "
                           "them, and `--write` to link them)")
 
 
@@ -360,6 +358,26 @@ def test_glue_without_myst_nb_is_a_no_op(monkeypatch):
     from attnbook.glue import glue
     monkeypatch.setitem(sys.modules, "myst_nb", None)     # import myst_nb now fails
     assert glue("x", 1.5) is None
+
+
+def test_glue_writes_what_myst_nb_glue_writes(monkeypatch):
+    """attnbook.glue.glue writes myst-nb's glue output itself (importing
+    myst_nb.ext.glue costs a notebook seconds): the same display call."""
+    import IPython.display
+    import myst_nb.ext.glue
+    import numpy as np
+
+    from attnbook.glue import glue
+    calls = []
+    record = lambda *args, **kwargs: calls.append((args, kwargs))  # noqa: E731
+    monkeypatch.setattr(IPython.display, "display", record)
+    monkeypatch.setattr(myst_nb.ext.glue, "ipy_display", record)
+    for value in (1.5, np.float64(0.25), "text", np.int64(3)):
+        calls.clear()
+        glue("x", value)
+        myst_nb.ext.glue.glue("x", value.item() if isinstance(value, np.generic) else value,
+                              display=False)
+        assert len(calls) == 2 and calls[0] == calls[1], calls
 
 
 def test_template_override_is_the_installed_themes_macros_without_fontawesome_js():

@@ -11,7 +11,8 @@ import re
 from urllib.parse import urlparse
 
 import pytest
-from conftest import ROOT, toc_files
+
+from tools.project import ROOT, serve, toc_files
 
 pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]
 
@@ -105,24 +106,13 @@ def test_every_page_loads_offline_with_no_errors_and_rendered_math(built_book, b
 
 def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, browser):
     """The checker above must be able to fail: feed it a page with each fault."""
-    import functools
-    import http.server
-    import threading
-
     (tmp_path / "bad.html").write_text(
         "<html><body><main><p>Unrendered \\(x^2\\) here.</p>"
         "<img src='missing.png'>"
         "<script src='http://example.invalid/x.js'></script>"
         "<script>console.error('boom')</script></main></body></html>")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(tmp_path))
-    handler.log_message = lambda *a: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        report = check_page(browser, f"http://127.0.0.1:{server.server_address[1]}", "bad.html")
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serve(tmp_path) as (url, _):
+        report = check_page(browser, url, "bad.html")
     assert report["raw_tex"], report
     assert report["broken_images"], report
     assert report["blocked"] == ["http://example.invalid/x.js"], report

@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from reference import loop_softmax
 
 from attnbook import scaled_dot_product_attention, self_attention, softmax
 from attnbook.examples import FRUIT_TABLE, FRUIT_WEIGHTS, I_AM_GOOD, KARIM
@@ -12,12 +13,6 @@ from attnbook.examples import FRUIT_TABLE, FRUIT_WEIGHTS, I_AM_GOOD, KARIM
 def matmul(A, B):
     return [[sum(a * b for a, b in zip(row, col, strict=True)) for col in zip(*B, strict=True)]
             for row in A]
-
-
-def loop_softmax(row):
-    top = max(row)
-    e = [math.exp(x - top) for x in row]
-    return [v / sum(e) for v in e]
 
 
 def test_fruit_soft_lookup_is_8():

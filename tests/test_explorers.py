@@ -11,26 +11,7 @@ import pytest
 from PIL import Image
 
 from attnbook import explorers as ex
-from attnbook import toy_regression_data
-
-
-def make(kind):
-    if kind == "dk":
-        return ex.explore_dk(seed=0)
-    if kind == "temperature":
-        return ex.explore_temperature([2.0, 1.5, -1.0], ["apple", "banana", "chair"],
-                                      values=[10.0, 5.0, 2.0])
-    if kind == "attention":
-        X = np.array([[1.0, 3, 2], [1, 1, 3], [1, 2, 1]])
-        return ex.explore_attention(["I", "am", "good"], X, X, X, scale=1.0)
-    if kind == "rope":
-        return ex.explore_rope_offset()
-    if kind == "training":
-        rng = np.random.default_rng(0)
-        weights = rng.dirichlet(np.ones(5), size=(4, 5))          # (4 snapshots, 5, 5)
-        return ex.explore_training([0, 10, 20, 30], weights, np.linspace(2.0, 0.1, 31))
-    x_train, y_train, x_test, y_test = toy_regression_data(np.random.default_rng(0))
-    return ex.explore_bandwidth(x_train, y_train, x_test, y_test)
+from tools.explorer_cases import KINDS, make
 
 
 def plotted_data(kind, e):
@@ -56,7 +37,6 @@ def plotted_data(kind, e):
             np.asarray(axes[1].images[0].get_array()).copy()]
 
 
-KINDS = ["dk", "temperature", "attention", "bandwidth", "rope", "training"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

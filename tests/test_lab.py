@@ -17,7 +17,8 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
-from conftest import ROOT
+
+from tools.project import ROOT
 
 pytestmark = [pytest.mark.xdist_group("lab"), pytest.mark.slow]
 

@@ -3,9 +3,10 @@ nothing written to stderr (warnings included). pytest -n 2 runs two at once."""
 from __future__ import annotations
 
 import pytest
-from conftest import chapter_notebooks
 from nbclient.exceptions import CellExecutionError
 from nbrun import executed
+
+from tools.project import chapter_notebooks
 
 
 @pytest.mark.slow

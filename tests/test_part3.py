@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from nbrun import glued_float
+from reference import loop_softmax
 
 from attnbook import causal_mask, masked_softmax, nadaraya_watson, toy_regression_data
 from attnbook.bugs import BUGS
@@ -18,15 +19,9 @@ CH7, CH8, CH9, CH10 = ("07_self_attention", "08_kernel_regression", "09_scoring_
                        "10_toward_the_transformer")
 
 
-def soft(xs):
-    m = max(xs)
-    e = [math.exp(x - m) for x in xs]
-    return [v / sum(e) for v in e]
-
-
 def test_ch7_i_am_good_weights_and_the_exact_two():
     X = [[1, 3, 2], [1, 1, 3], [1, 2, 1]]
-    rows = [soft([sum(a * b for a, b in zip(x, y, strict=True)) for y in X]) for x in X]
+    rows = [loop_softmax([sum(a * b for a, b in zip(x, y, strict=True)) for y in X]) for x in X]
     assert glued_float(CH7, "W00") == pytest.approx(rows[0][0], rel=1e-12)
     assert glued_float(CH7, "W20") == pytest.approx(rows[2][0], rel=1e-12)
     assert round(rows[0][0], 2) == 0.98 and round(rows[2][0], 2) == 0.91   # source: 0.97, 0.90
@@ -36,7 +31,7 @@ def test_ch7_i_am_good_weights_and_the_exact_two():
 
 def test_ch7_karim_step_by_step_against_loops_and_torch():
     scores = [2.0, 4.0, 4.0]
-    w = soft(scores)
+    w = loop_softmax(scores)
     V = [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
     out = [sum(w[j] * V[j][c] for j in range(3)) for c in range(3)]
     for i in range(3):
@@ -154,12 +149,12 @@ def test_exercise_answers_of_chapters_7_and_9():
     q2, keys = [2.0, 2.0, 2.0], [[0.0, 1, 1], [4, 4, 0], [2, 3, 1]]
     scores = [sum(a * b for a, b in zip(q2, k, strict=True)) for k in keys]
     assert scores == [4.0, 16.0, 12.0]
-    w = soft(scores)
+    w = loop_softmax(scores)
     assert [round(x, 2) for x in w] == [0.0, 0.98, 0.02]
     V = [[1, 2, 3], [2, 8, 0], [2, 6, 3]]
     out = [sum(w[j] * V[j][c] for j in range(3)) for c in range(3)]
     assert [round(x, 4) for x in out] == [2.0, 7.964, 0.054]
     # ch7 exercise 3: W_q row 3 = [-4, 0, 2] makes input 1's query [-3, 0, 3]
     q1 = [1 + -4, 0 + 0, 1 + 2]
-    w1 = soft([sum(a * b for a, b in zip(q1, k, strict=True)) / math.sqrt(3) for k in keys])
+    w1 = loop_softmax([sum(a * b for a, b in zip(q1, k, strict=True)) / math.sqrt(3) for k in keys])
     assert q1 == [-3, 0, 3] and round(w1[0], 2) == 0.97

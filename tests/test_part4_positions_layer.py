@@ -7,18 +7,13 @@ import math
 import numpy as np
 import pytest
 from nbrun import glued_float
+from reference import loop_softmax
 
 from attnbook import rotate, scaled_dot_product_attention, sinusoidal_positions
 from attnbook.examples import KARIM
 
 pytestmark = pytest.mark.slow
 CH11, CH12 = "11_positions", "12_attention_layer"
-
-
-def soft(xs):
-    top = max(xs)
-    e = [math.exp(x - top) for x in xs]
-    return [v / sum(e) for v in e]
 
 
 def karim_outputs(X):
@@ -29,7 +24,7 @@ def karim_outputs(X):
     Q, K, V = proj(KARIM.W_q.tolist()), proj(KARIM.W_k.tolist()), proj(KARIM.W_v.tolist())
     out = []
     for q in Q:
-        w = soft([sum(a * b for a, b in zip(q, k, strict=True)) / math.sqrt(3) for k in K])
+        w = loop_softmax([sum(a * b for a, b in zip(q, k, strict=True)) / math.sqrt(3) for k in K])
         out.append([sum(w[j] * V[j][c] for j in range(3)) for c in range(3)])
     return out
 

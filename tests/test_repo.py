@@ -7,7 +7,8 @@ import sys
 
 import nbformat
 import pytest
-from conftest import ROOT, chapter_notebooks, toc_files
+
+from tools.project import ROOT, chapter_notebooks, toc_files
 
 
 def test_ruff_finds_no_problems_in_attnbook_tests_tools_and_chapters():

@@ -17,8 +17,9 @@ import re
 
 import nbformat
 import pytest
-from conftest import ROOT, chapter_notebooks, toc_files
 from nbrun import is_removed, run
+
+from tools.project import ROOT, chapter_notebooks, toc_files
 
 CHAPTERS = chapter_notebooks()
 FENCE = re.compile(r"^ {0,3}(`{3,}|:{3,}|~{3,})(.*)$")

@@ -1,7 +1,7 @@
 """Link the first use of every glossary term in each chapter to the glossary.
 
-    python tools/link_terms.py          # list the first uses that are not links
-    python tools/link_terms.py --write  # turn each into a {term} role
+    python -m tools.link_terms          # list the first uses that are not links
+    python -m tools.link_terms --write  # turn each into a {term} role
 
 Read the list before writing: a word such as "value" can be used in its
 everyday sense, which should be reworded rather than linked.
@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-from terms import chapter_cells, first_uses, glossary_entries  # noqa: E402
+from tools.project import chapter_notebooks
+from tools.terms import chapter_cells, first_uses, glossary_entries
 
 
 def main(write: bool) -> int:
     terms = [e.term for e in glossary_entries()]
     todo = 0
-    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+    for path in chapter_notebooks():
         uses = first_uses(chapter_cells(path), terms)
         bare = {t: u for t, u in uses.items() if not u.linked}
         todo += len(bare)

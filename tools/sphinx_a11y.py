@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shutil
 from html import escape
 from pathlib import Path
 
@@ -115,7 +116,13 @@ def _chinese_font(app, exception) -> None:
     for source, chars in plan_files([g for g in (common, rest) if g]):
         key = hashlib.sha256((source.name + "".join(sorted(chars))).encode()).hexdigest()[:10]
         target = folder / f"noto-sans-sc-{key}.woff2"
-        subset_font(source, chars, target)
+        # subsetting decodes the whole 4 MB font (seconds); keep each subset
+        # made beside the doctrees and reuse it while the characters stay the same
+        made = Path(app.doctreedir) / "cjk-subsets" / f"{source.stat().st_size}-{target.name}"
+        if not made.is_file():
+            made.parent.mkdir(parents=True, exist_ok=True)
+            subset_font(source, chars, made)
+        shutil.copyfile(made, target)
         faces.append(f'@font-face {{\n  font-family: "{FAMILY}";\n  font-style: normal;\n'
                      f'  font-weight: 400;\n  font-display: swap;\n'
                      f'  src: url("{target.name}") format("woff2");\n'

@@ -1,6 +1,6 @@
 """Read the glossary and find where chapters use (and link) its terms.
 
-Shared by tests/test_apparatus.py and tools/link_terms.py.
+Shared by tests/test_apparatus.py and tools/link_terms.py (`tools.terms`).
 
 A glossary entry is a term line followed by an indented definition in the
 ``{glossary}`` block of glossary.md. Its Chinese terms are written
