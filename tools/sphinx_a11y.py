@@ -95,8 +95,11 @@ def _chinese_font(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
+    # a folder with its own searchindex.js is another build (the Chinese
+    # edition in zh/), which makes its own subset
+    nested = {d.name for d in out.iterdir() if (d / "searchindex.js").is_file()}
     pages = {p: p.read_text(encoding="utf-8") for p in out.rglob("*.html")
-             if p.relative_to(out).parts[0] not in ("_static", "_images", "_sources")}
+             if p.relative_to(out).parts[0] not in ("_static", "_images", "_sources", *nested)}
     used = {p: set(CJK.findall(text)) for p, text in pages.items()}
     with_cjk = [p for p, chars in used.items() if chars]
     if not with_cjk:
