@@ -74,7 +74,8 @@ def translation_problems(path: Path) -> list[str]:
     for mid, m in messages(path).items():
         mid = mid if isinstance(mid, str) else mid[0]
         mstr = m.string if isinstance(m.string, str) else m.string[0]
-        where = f"{path.relative_to(ROOT)}: {mid[:70]!r}"
+        name = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+        where = f"{name}: {mid[:70]!r}"
         if not mstr:
             problems.append(f"untranslated {where}")
         elif m.fuzzy:
@@ -249,3 +250,28 @@ def test_glue_role_in_a_translated_message_renders_the_number(tmp_path):
     # and the same book without the extension shows the bug this fixes
     plain = _glue_book(tmp_path, with_fix=False)
     assert plain.returncode != 0 and "No key 'answer' found" in plain.stdout + plain.stderr
+
+
+# --- Chinese search ---------------------------------------------------------
+
+def test_glossary_dictionary_keeps_compounds_and_one_character_terms_whole(tmp_path):
+    """jieba alone splits 注意力汇聚 and 键值对; with the dictionary made from the
+    glossary they come out whole, and Sphinx keeps 键 and 值 (one character)."""
+    import jieba
+    sys.path.insert(0, str(ROOT / "tools"))
+    import sphinx_i18n
+    terms = sphinx_i18n.glossary_chinese_terms(ROOT / "glossary.md")
+    assert {"注意力汇聚", "键值对", "键", "值", "查询"} <= set(terms), terms
+    text = "注意力汇聚把每个键值对里的值加权求和"
+    plain = jieba.Tokenizer()
+    assert not {"注意力汇聚", "键值对"} <= set(plain.cut_for_search(text)), \
+        "jieba alone already keeps these terms: the dictionary is not needed any more?"
+    ours = jieba.Tokenizer()
+    ours.load_userdict(str(sphinx_i18n.write_user_dictionary(terms, tmp_path / "dict.txt")))
+    words = set(ours.cut_for_search(text))
+    assert {"注意力汇聚", "注意力", "键值对", "值"} <= words, words
+    sphinx_i18n.register_search_language()
+    language = sphinx_i18n.BookSearchChinese({})
+    language.single_characters = {"键", "值"}
+    assert language.word_filter("键") and language.word_filter("值")
+    assert not language.word_filter("的")

@@ -10,8 +10,9 @@
   the build itself finds every notebook cached;
 - --force (used in CI) empties the cache first, so every notebook executes;
 - on failure, names the notebook and the cell that failed;
-- then builds the Chinese edition (issue 18) into _build/html/zh/ from the
-  same executed notebooks (build_chinese_edition).
+- builds the Chinese edition (issue 18) into _build/html/zh/ from the same
+  executed notebooks, beside the English build (start_chinese_edition /
+  finish_chinese_edition); --english-only skips it.
 """
 from __future__ import annotations
 
@@ -245,34 +246,48 @@ def chinese_edition_config(english: Path) -> Path:
     return out
 
 
-def build_chinese_edition(english_config: Path) -> int:
-    """Build the Chinese edition strictly into _build/html/zh/, reusing the
-    executed notebooks; returns the build's exit code. It fails if the
-    build would execute a notebook (the English build must have cached them)."""
+def start_chinese_edition(english_config: Path) -> subprocess.Popen:
+    """Start the strict build of the Chinese edition (into _build/zh/) beside
+    the English one: the notebooks are already in the execution cache, and
+    Sphinx uses one core, so on two cores both builds take about the time of
+    one. Its log goes to _build/zh/build.log; finish with finish_chinese_edition."""
     config = chinese_edition_config(english_config)
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb), "build", str(ROOT), "--config", str(config), "--path-output", str(ZH_BUILD),
            "-W", "-n", "--keep-going", "--all"]
-    log(" ".join(cmd))
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT)
-    sys.stdout.write(proc.stdout)
-    executed = re.findall(r"^.*Executing notebook.*$", ANSI.sub("", proc.stdout), re.M)
-    if proc.returncode != 0 or executed:
+    log(" ".join(cmd) + "  (in the background)")
+    ZH_BUILD.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=(ZH_BUILD / "build.log").open("w"),
+                            stderr=subprocess.STDOUT)
+    proc.started = time.perf_counter()
+    return proc
+
+
+def finish_chinese_edition(proc: subprocess.Popen) -> int:
+    """Wait for the Chinese build, then put it in _build/html/zh/; returns its
+    exit code. It fails if the build executed a notebook (it must not)."""
+    returncode = proc.wait()
+    output = (ZH_BUILD / "build.log").read_text()
+    executed = re.findall(r"^.*Executing notebook.*$", ANSI.sub("", output), re.M)
+    if returncode != 0 or executed:
+        sys.stdout.write(output)
         if executed:
             log("the Chinese build executed notebooks, which it must not: "
                 + "; ".join(executed[:3]))
         else:
-            explain_failure(proc.stdout)
-        log(f"the strict Chinese build FAILED after {time.perf_counter() - start:.0f} s")
-        return proc.returncode or 1
+            explain_failure(output)
+        log(f"the strict Chinese build FAILED after {time.perf_counter() - proc.started:.0f} s")
+        return returncode or 1
     shutil.rmtree(ZH_HTML, ignore_errors=True)
     shutil.copytree(ZH_BUILD / "_build" / "html", ZH_HTML)
-    log(f"Chinese edition built in {time.perf_counter() - start:.0f} s: "
-        f"{(ZH_HTML / 'index.html').as_uri()}")
+    log(f"Chinese edition built strictly in {time.perf_counter() - proc.started:.0f} s "
+        f"(log: {(ZH_BUILD / 'build.log').relative_to(ROOT)}): {(ZH_HTML / 'index.html').as_uri()}")
     return 0
 
+
+def build_chinese_edition(english_config: Path) -> int:
+    """Build the Chinese edition alone (the notebooks must be cached)."""
+    return finish_chinese_edition(start_chinese_edition(english_config))
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -298,19 +313,22 @@ def main() -> int:
     jb = Path(sys.executable).with_name("jupyter-book")
     cmd = [str(jb), "build", str(ROOT), "--config", str(config),
            "-W", "-n", "--keep-going", "--all"]
+    chinese = None if args.english_only else start_chinese_edition(config)
     log(" ".join(cmd))
     proc = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT)
     sys.stdout.write(proc.stdout)
     elapsed = time.perf_counter() - start
     if proc.returncode != 0:
+        if chinese is not None:
+            chinese.wait()
         explain_failure(proc.stdout)
         log(f"the strict build FAILED after {elapsed:.0f} s (see the messages above)")
         return proc.returncode
     index = ROOT / "_build" / "html" / "index.html"
     log(f"built in {elapsed:.0f} s. Open {index.as_uri()}")
-    if not args.english_only:
-        status = build_chinese_edition(config)
+    if chinese is not None:
+        status = finish_chinese_edition(chinese)
         if status:
             return status
         log(f"both editions built in {time.perf_counter() - start:.0f} s")

@@ -109,7 +109,13 @@ def _chinese_font(app, exception) -> None:
                  "Chinese text is left to the reader's own fonts")
         return
     common = set.intersection(*(used[p] for p in with_cjk))
-    rest = set.union(*(used[p] for p in with_cjk)) - common
+    # the search page's messages come from Sphinx's translations.js (\u escapes)
+    scripted = set()
+    translations = out / "_static" / "translations.js"
+    if translations.is_file():
+        scripted = set(CJK.findall(translations.read_text(encoding="ascii", errors="replace")
+                                   .encode().decode("unicode_escape")))
+    rest = (set.union(*(used[p] for p in with_cjk)) | scripted) - common
     folder = out / "_static" / "cjk"
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.woff2"):

@@ -35,7 +35,15 @@ pieces, each a few lines:
    ``**中文**`` of glossary.md) is given to jieba (``html_search_options``),
    and the Chinese search language below keeps one-character words that
    the dictionary lists.
-5. The language switch: every page gets a link to the same page in the other
+5. Figure alt text. A figure is a cell output; its alt text lives in the
+   cell's metadata (``mystnb.image.alt``), and myst-nb makes the image node
+   only in a post-transform (SelectMimeType), after Sphinx's translation and
+   after the uids that the gettext builder needs. A post-transform right
+   after it puts these alt texts into the page's catalogue (gettext builder)
+   and translates them from it (other builders), like any other message:
+   untranslated, a figure keeps its English alt text. (Explorer frames are
+   raw HTML outputs and keep their English alt text.)
+6. The language switch: every page gets a link to the same page in the other
    edition (``book_language_switch`` = (label, relative prefix), set by
    tools/build_book.py), rendered by _templates/language-switch.html. The
    link is relative, so it works from file:// and offline.
@@ -48,6 +56,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
@@ -201,6 +210,33 @@ def register_search_language() -> None:
 BookSearchChinese = None
 
 
+# --- 5. figure alt text from cell outputs ----------------------------------
+
+class TranslateOutputAltText(SphinxPostTransform):
+    """Catalogue (gettext) or translate (html) the alt text of output images."""
+
+    default_priority = 10          # after myst-nb's SelectMimeType (4)
+
+    def run(self, **kwargs) -> None:
+        images = [i for i in self.document.findall(nodes.image) if i.get("alt")]
+        if not images or not self.config.book_translate_alt_text:
+            return
+        if self.app.builder.name == "gettext":
+            for image in images:
+                image.uid = ""     # Catalog.add skips nodes without one
+            return
+        if not self.config.language or self.config.language == "en":
+            return
+        from sphinx.locale import init as init_locale
+        from sphinx.util.i18n import docname_to_domain
+        dirs = [str(self.env.srcdir / d) for d in self.config.locale_dirs]
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if has_catalog:
+            for image in images:
+                image["alt"] = catalog.gettext(image["alt"])
+
+
 # --- theme strings -------------------------------------------------------------
 
 def _theme_catalogue_overrides(app, config) -> None:
@@ -221,7 +257,7 @@ def _theme_catalogue_overrides(app, config) -> None:
             locale.translators[key] = ours
 
 
-# --- 5. the language switch ---------------------------------------------------
+# --- 6. the language switch ---------------------------------------------------
 
 def add_language_switch(app, pagename, templatename, context, doctree) -> None:
     """Give the template the link to this page in the other edition."""
@@ -241,6 +277,8 @@ def setup(app):
     app.connect("config-inited", _theme_catalogue_overrides)
     app.add_transform(TranslateTocCaptions)
     app.add_transform(KeepAutodocUntranslated)
+    app.add_post_transform(TranslateOutputAltText)
     app.add_config_value("book_language_switch", None, "html")
+    app.add_config_value("book_translate_alt_text", True, "env")
     app.connect("html-page-context", add_language_switch)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
