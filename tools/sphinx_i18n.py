@@ -42,7 +42,10 @@ pieces, each a few lines:
    after it puts these alt texts into the page's catalogue (gettext builder)
    and translates them from it (other builders), like any other message:
    untranslated, a figure keeps its English alt text. (Explorer frames are
-   raw HTML outputs and keep their English alt text.)
+   raw HTML outputs and keep their English alt text.) NOT YET WORKING, so
+   off by default (``book_translate_alt_text``): with it on, a gettext run
+   still produced no alt-text messages (measured once, not investigated);
+   the figures' alt text stays English for now.
 6. The language switch: every page gets a link to the same page in the other
    edition (``book_language_switch`` = (label, relative prefix), set by
    tools/build_book.py), rendered by _templates/language-switch.html. The
@@ -279,6 +282,6 @@ def setup(app):
     app.add_transform(KeepAutodocUntranslated)
     app.add_post_transform(TranslateOutputAltText)
     app.add_config_value("book_language_switch", None, "html")
-    app.add_config_value("book_translate_alt_text", True, "env")
+    app.add_config_value("book_translate_alt_text", False, "env")
     app.connect("html-page-context", add_language_switch)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
