@@ -2,15 +2,16 @@
 #   make book   create .venv if missing, install, build the HTML book strictly
 #   make test   install what the tests need and run all of them
 #   make lab    open the chapters in JupyterLab (live explorers)
+#   make translations  update locales/zh_CN/*.po after editing English text
 #   make bench  measure build, execution, slider and page costs (about 10 min)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: book test lab bench clean help
+.PHONY: book test lab bench clean help translations
 help:
-	@sed -n '2,5p' Makefile
+	@sed -n '2,6p' Makefile
 
 $(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
@@ -32,6 +33,9 @@ test: $(STAMP)
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters $(if $(filter 0,$(shell id -u)),--allow-root)
+
+translations: $(STAMP)
+	$(BIN)/python -m tools.update_translations
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_book import built_pages
+from test_book import built_pages, editions
 
 from tools.project import ROOT, serve
 
@@ -273,13 +273,19 @@ def cjk_pages(built_book) -> dict[str, set[str]]:
     return {p: chars for p, chars in pages.items() if chars}
 
 
-def test_pages_with_chinese_and_only_those_load_a_font_holding_every_character(built_book):
+@pytest.mark.parametrize("edition", ["", "zh"])
+def test_pages_with_chinese_and_only_those_load_a_font_holding_every_character(built_book,
+                                                                                edition):
+    """Each edition (the English book, the Chinese one in zh/) has its own subset."""
     from fontTools.ttLib import TTFont
-    folder = built_book / "_static" / "cjk"
-    with_cjk = cjk_pages(built_book)
+    home = built_book / edition
+    folder = home / "_static" / "cjk"
+    with_cjk = {p: c for p, c in cjk_pages(built_book).items()
+                if (p.startswith("zh/") if edition else not p.startswith("zh/"))}
+    with_cjk = {p.removeprefix("zh/"): c for p, c in with_cjk.items()}
     assert "glossary.html" in with_cjk, "the glossary has no Chinese?"
-    for page_path in built_pages(built_book):
-        linked = "_static/cjk/cjk.css" in (built_book / page_path).read_text(encoding="utf-8")
+    for page_path in (p for e, pages in editions(built_book) if e == home for p in pages):
+        linked = "_static/cjk/cjk.css" in (home / page_path).read_text(encoding="utf-8")
         assert linked == (page_path in with_cjk), f"{page_path}: font CSS linked={linked}"
     css = (folder / "cjk.css").read_text()
     served = re.findall(r'url\("([^"]+\.woff2)"\)', css)

@@ -20,8 +20,16 @@ RAW_TEX = ["\\(", "\\)", "\\[", "\\]", "$$", "\\begin{"]
 
 
 def built_pages(html_dir):
+    """Every page of both editions (the Chinese one is in zh/)."""
     return sorted(p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
-                  if not p.relative_to(html_dir).parts[0].startswith(("_", "reports")))
+                  if not any(part.startswith(("_", "reports"))
+                             for part in p.relative_to(html_dir).parts))
+
+
+def editions(html_dir):
+    """(folder, its pages) for the English book and the Chinese edition in zh/."""
+    return [(html_dir, [p for p in built_pages(html_dir) if not p.startswith("zh/")]),
+            (html_dir / "zh", built_pages(html_dir / "zh"))]
 
 
 def test_strict_build_produces_a_page_for_every_toc_entry(built_book):
@@ -166,3 +174,76 @@ def test_static_explorer_works_over_file_urls(built_book, browser):
     assert first[0] != second[0] and first[1] != second[1], (first[1], second[1])
     assert not errors, errors
     page.close()
+
+
+# --- the two editions (issue 18) --------------------------------------------
+
+SWITCH = re.compile(r'<a class="btn btn-sm book-language-switch" href="([^"]+)"')
+
+
+def test_every_page_links_the_same_page_in_the_other_edition(built_book):
+    """Both ways: English page -> zh/ page of the same name -> back."""
+    english, chinese = (pages for _, pages in editions(built_book))
+    assert english and sorted(english) == sorted(chinese), \
+        f"the editions differ: {sorted(set(english) ^ set(chinese))}"
+    for home, pages in editions(built_book):
+        for page in pages:
+            html = (home / page).read_text(encoding="utf-8")
+            if 'http-equiv="Refresh"' in html or "http-equiv=\"refresh\"" in html:
+                continue                         # index.html only redirects
+            m = SWITCH.search(html)
+            assert m, f"{home.name}/{page}: no language switch"
+            target = ((home / page).parent / m.group(1)).resolve()
+            other = built_book / "zh" if home == built_book else built_book
+            assert target == (other / page).resolve(), f"{page}: switch leads to {target}"
+
+
+@pytest.mark.parametrize("scheme", ["file", "http"])
+def test_language_switch_works_both_ways_in_the_browser(built_book, book_server, browser,
+                                                         scheme):
+    page_path = "chapters/02_soft_lookup.html"
+    url = ((built_book / page_path).as_uri() if scheme == "file"
+           else f"{book_server}/{page_path}")
+    page = browser.new_page()
+    page.goto(url)
+    page.locator("a.book-language-switch").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/zh/" + page_path), page.url
+    assert page.evaluate("document.documentElement.lang").startswith("zh"), page.url
+    page.locator("a.book-language-switch").first.click()
+    page.wait_for_load_state("load")
+    assert page.url.endswith("/" + page_path) and "/zh/" not in page.url, page.url
+    assert page.evaluate("document.documentElement.lang") == "en"
+    page.close()
+
+
+def search_results(browser, base_url: str, query: str) -> list[str]:
+    """The pages Sphinx's search page lists for `query` (their paths)."""
+    from urllib.parse import quote
+    page = browser.new_page()
+    page.goto(f"{base_url}/search.html?q={quote(query)}")
+    page.wait_for_function("() => document.querySelector('#search-results p.search-summary')"
+                           " && !document.querySelector('#search-progress')?.innerText",
+                           timeout=30000)
+    hrefs = page.eval_on_selector_all("#search-results ul.search li a",
+                                      "els => els.map(a => a.getAttribute('href'))")
+    page.close()
+    return sorted({h.split("#")[0].split("?")[0].removesuffix(".html") for h in hrefs})
+
+
+@pytest.mark.parametrize("query", ["注意力", "键值对"])
+def test_chinese_search_finds_the_right_chapters(built_book, book_server, browser, query):
+    """Search the Chinese edition: the pages whose title holds the query and
+    the chapter that introduces the glossary term of that Chinese name are
+    found (needs jieba and the glossary's user dictionary, tools/sphinx_i18n.py)."""
+    from terms import glossary_entries
+    zh = built_book / "zh"
+    expected = {p.removesuffix(".html") for p in built_pages(zh)
+                if query in (re.search(r"<title>(.*?)</title>",
+                                       (zh / p).read_text(encoding="utf-8"), re.S)
+                             or [""])[0] and p != "search.html"}
+    expected |= {e.chapter for e in glossary_entries()
+                 if query in [c for c, _, _ in e.chinese] and e.chapter}
+    assert expected, f"no page is about {query}: is the Chinese edition translated?"
+    found = search_results(browser, f"{book_server}/zh", query)
+    assert expected <= set(found), f"search for {query} lists {found}, not {sorted(expected)}"

@@ -96,8 +96,11 @@ def _chinese_font(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
     out = Path(app.outdir)
+    # a folder with its own searchindex.js is another build (the Chinese
+    # edition in zh/), which makes its own subset
+    nested = {d.name for d in out.iterdir() if (d / "searchindex.js").is_file()}
     pages = {p: p.read_text(encoding="utf-8") for p in out.rglob("*.html")
-             if p.relative_to(out).parts[0] not in ("_static", "_images", "_sources")}
+             if p.relative_to(out).parts[0] not in ("_static", "_images", "_sources", *nested)}
     used = {p: set(CJK.findall(text)) for p, text in pages.items()}
     with_cjk = [p for p, chars in used.items() if chars]
     if not with_cjk:
@@ -107,7 +110,13 @@ def _chinese_font(app, exception) -> None:
                  "Chinese text is left to the reader's own fonts")
         return
     common = set.intersection(*(used[p] for p in with_cjk))
-    rest = set.union(*(used[p] for p in with_cjk)) - common
+    # the search page's messages come from Sphinx's translations.js (\u escapes)
+    scripted = set()
+    translations = out / "_static" / "translations.js"
+    if translations.is_file():
+        scripted = set(CJK.findall(translations.read_text(encoding="ascii", errors="replace")
+                                   .encode().decode("unicode_escape")))
+    rest = (set.union(*(used[p] for p in with_cjk)) | scripted) - common
     folder = out / "_static" / "cjk"
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.woff2"):

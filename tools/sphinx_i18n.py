@@ -1,0 +1,287 @@
+"""Sphinx extension: what the Chinese edition (a gettext translation) needs.
+
+Only prose is translated (locales/zh_CN/LC_MESSAGES/*.po); code, outputs,
+glued numbers and figures come from the same executed notebooks. Four
+pieces, each a few lines:
+
+1. Glue roles in translated messages. myst-nb parses a notebook with a
+   notebook renderer that holds the notebook's glue data, stores it on the
+   document as ``document["nb_renderer"]`` so that the ``{glue:...}`` roles can
+   find it, and drops it when parsing ends. Sphinx translates afterwards: its
+   ``Locale`` transform parses every translated message as a *new* small
+   document (source ``...:<translated>``), where the glue roles find no
+   renderer and fail with "No key ... found in glue data" (so ``-W`` fails
+   and the number is missing). This extension keeps the renderer of the
+   document being read in ``env.temp_data`` (which Sphinx clears after each
+   document) and lends it to the translated messages of that same document
+   while they are parsed. Nothing else changes: the glue data is the one
+   the original parse loaded from the execution cache.
+2. Toctree captions (``_toc.yml``'s part captions). sphinx-external-toc
+   inserts the toctrees (transform priority 100) after Sphinx's ``Locale``
+   transform (priority 20), so their captions are never translated. A
+   transform right after the insertion looks them up in the page's catalogue
+   (they are extracted there: intro.po).
+3. Autodoc stays out of the catalogue. api.md's docstrings are
+   reStructuredText; their translations would be parsed as MyST. Every node
+   autodoc generates (its source says ``docstring of ...``, or it sits in a
+   ``desc`` signature block) is marked ``translatable = False`` before the
+   ``Locale`` transform and before the gettext builder extracts messages,
+   so api.po holds only api.md's own prose and "100 % translated" is
+   reachable.
+4. Chinese search. Sphinx splits Chinese text with jieba (pinned in
+   requirements.txt); jieba alone splits compounds it does not know
+   (注意力汇聚, 键值对), and Sphinx drops one-character words (键, 值). A
+   user dictionary made from the glossary's Chinese terms (every
+   ``**中文**`` of glossary.md) is given to jieba (``html_search_options``),
+   and the Chinese search language below keeps one-character words that
+   the dictionary lists.
+5. Figure alt text. A figure is a cell output; its alt text lives in the
+   cell's metadata (``mystnb.image.alt``), and myst-nb makes the image node
+   only in a post-transform (SelectMimeType), after Sphinx's translation and
+   after the uids that the gettext builder needs. A post-transform right
+   after it puts these alt texts into the page's catalogue (gettext builder)
+   and translates them from it (other builders), like any other message:
+   untranslated, a figure keeps its English alt text. (Explorer frames are
+   raw HTML outputs and keep their English alt text.) NOT YET WORKING, so
+   off by default (``book_translate_alt_text``): with it on, a gettext run
+   still produced no alt-text messages (measured once, not investigated);
+   the figures' alt text stays English for now.
+6. The language switch: every page gets a link to the same page in the other
+   edition (``book_language_switch`` = (label, relative prefix), set by
+   tools/build_book.py), rendered by _templates/language-switch.html. The
+   link is relative, so it works from file:// and offline.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+
+LOG = logging.getLogger(__name__)
+KEY = "sphinx_i18n_nb_renderer"
+
+
+# --- 1. glue roles in translated messages -----------------------------------
+
+class _KeepRenderer(dict):
+    """document.attributes while myst-nb parses: remember the renderer it pops."""
+
+    def __init__(self, attributes: dict, temp_data: dict):
+        super().__init__(attributes)
+        self.temp_data = temp_data
+
+    def pop(self, key, *default):
+        value = super().pop(key, *default)
+        if key == "nb_renderer" and value is not None:
+            self.temp_data[KEY] = value
+        return value
+
+
+def patch_myst_nb_parser() -> None:
+    """Wrap MystNbParser.parse (once): keep the renderer, lend it to translations."""
+    from myst_nb.sphinx_ import Parser
+    if getattr(Parser.parse, "_keeps_renderer", False):
+        return
+    original = Parser.parse
+
+    def parse(self, inputstring, document):
+        env = getattr(document.settings, "env", None)
+        if env is None:
+            return original(self, inputstring, document)
+        if document.current_source and document.current_source.endswith("<translated>"):
+            kept = env.temp_data.get(KEY)
+            if kept is None:
+                return original(self, inputstring, document)
+            document.attributes["nb_renderer"] = kept
+            try:
+                return original(self, inputstring, document)
+            finally:
+                document.attributes.pop("nb_renderer", None)
+        document.attributes = _KeepRenderer(document.attributes, env.temp_data)
+        try:
+            return original(self, inputstring, document)
+        finally:
+            # a plain dict again: doctrees are pickled
+            document.attributes = dict(document.attributes)
+
+    parse._keeps_renderer = True
+    Parser.parse = parse
+
+
+# --- 2. toctree captions ------------------------------------------------------
+
+class TranslateTocCaptions(SphinxTransform):
+    """Translate toctree captions inserted by sphinx-external-toc (priority 100)."""
+
+    default_priority = 105
+
+    def apply(self, **kwargs) -> None:
+        if not self.config.language or self.config.language == "en":
+            return
+        from sphinx.locale import init as init_locale
+        from sphinx.util.i18n import docname_to_domain
+        toctrees = [t for t in self.document.findall(addnodes.toctree) if t.get("caption")]
+        if not toctrees:
+            return
+        dirs = [str(self.env.srcdir / d) for d in self.config.locale_dirs]
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if not has_catalog:
+            return
+        for toctree in toctrees:
+            toctree["caption"] = catalog.gettext(toctree["caption"])
+            toctree["rawcaption"] = toctree["caption"]
+
+
+# --- 3. autodoc output untranslated and out of the catalogue ----------------
+
+def is_autodoc(node: nodes.Node) -> bool:
+    source = getattr(node, "source", None) or ""
+    return ":docstring of " in source or isinstance(node, (addnodes.desc_signature,
+                                                             addnodes.desc_content))
+
+
+class KeepAutodocUntranslated(SphinxTransform):
+    """Mark what autodoc generated as not translatable (before Locale, priority 20)."""
+
+    default_priority = 15
+
+    def apply(self, **kwargs) -> None:
+        for node in list(self.document.findall(nodes.Element)):
+            if is_autodoc(node):
+                for inner in node.findall(nodes.Element):
+                    inner["translatable"] = False
+
+
+# --- 4. Chinese search ---------------------------------------------------------
+
+GLOSSARY_ZH = re.compile(r"\*\*([^*]*[\u4e00-\u9fff][^*]*)\*\*")
+
+
+def glossary_chinese_terms(glossary: Path) -> list[str]:
+    """The Chinese terms of the glossary: every ``**中文**`` of glossary.md."""
+    text = glossary.read_text(encoding="utf-8")
+    terms = []
+    for bold in GLOSSARY_ZH.findall(text):
+        for term in re.split(r"[、，,/；;（）()\s]+", bold):
+            if re.search(r"[\u4e00-\u9fff]", term) and term not in terms:
+                terms.append(term)
+    return terms
+
+
+def write_user_dictionary(terms: list[str], target: Path) -> Path:
+    """A jieba user dictionary: one word a line (jieba picks a frequency that
+    makes each word come out whole)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(f"{t}\n" for t in terms), encoding="utf-8")
+    return target
+
+
+def _search_dictionary(app, config) -> None:
+    if not (config.language or "").startswith("zh"):
+        return
+    glossary = Path(app.srcdir) / "glossary.md"
+    if not glossary.is_file():
+        return
+    terms = glossary_chinese_terms(glossary)
+    path = write_user_dictionary(terms, Path(app.doctreedir).parent / "jieba-userdict.txt")
+    config.html_search_options = {**(config.html_search_options or {}), "dict": str(path)}
+    BookSearchChinese.single_characters = {t for t in terms if len(t) == 1}
+
+
+def register_search_language() -> None:
+    from sphinx import search
+    from sphinx.search.zh import SearchChinese
+
+    class _BookSearchChinese(SearchChinese):
+        single_characters: set[str] = set()
+
+        def word_filter(self, stemmed_word: str) -> bool:
+            return len(stemmed_word) > 1 or stemmed_word in self.single_characters
+
+    global BookSearchChinese
+    BookSearchChinese = _BookSearchChinese
+    search.languages["zh"] = _BookSearchChinese
+    search.languages["zh_CN"] = _BookSearchChinese
+
+
+BookSearchChinese = None
+
+
+# --- 5. figure alt text from cell outputs ----------------------------------
+
+class TranslateOutputAltText(SphinxPostTransform):
+    """Catalogue (gettext) or translate (html) the alt text of output images."""
+
+    default_priority = 10          # after myst-nb's SelectMimeType (4)
+
+    def run(self, **kwargs) -> None:
+        images = [i for i in self.document.findall(nodes.image) if i.get("alt")]
+        if not images or not self.config.book_translate_alt_text:
+            return
+        if self.app.builder.name == "gettext":
+            for image in images:
+                image.uid = ""     # Catalog.add skips nodes without one
+            return
+        if not self.config.language or self.config.language == "en":
+            return
+        from sphinx.locale import init as init_locale
+        from sphinx.util.i18n import docname_to_domain
+        dirs = [str(self.env.srcdir / d) for d in self.config.locale_dirs]
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
+        if has_catalog:
+            for image in images:
+                image["alt"] = catalog.gettext(image["alt"])
+
+
+# --- theme strings -------------------------------------------------------------
+
+def _theme_catalogue_overrides(app, config) -> None:
+    """Put the project's booktheme.po (compiled by Sphinx to booktheme.mo at
+    start-up) in front of sphinx-book-theme's own zh_CN catalogue."""
+    import gettext
+
+    from sphinx import locale
+    if not config.language or config.language == "en":
+        return
+    key = ("general", "booktheme")
+    for folder in config.locale_dirs:
+        mo = Path(app.srcdir, folder, config.language, "LC_MESSAGES", "booktheme.mo")
+        if mo.is_file() and key in locale.translators:
+            with mo.open("rb") as f:
+                ours = gettext.GNUTranslations(f)
+            ours.add_fallback(locale.translators[key])
+            locale.translators[key] = ours
+
+
+# --- 6. the language switch ---------------------------------------------------
+
+def add_language_switch(app, pagename, templatename, context, doctree) -> None:
+    """Give the template the link to this page in the other edition."""
+    switch = app.config.book_language_switch
+    if not switch:
+        return
+    label, prefix, lang = switch
+    up = "../" * pagename.count("/")
+    context["book_language_switch"] = {"label": label, "lang": lang,
+                                       "href": f"{up}{prefix}{pagename}.html"}
+
+
+def setup(app):
+    patch_myst_nb_parser()
+    register_search_language()
+    app.connect("config-inited", _search_dictionary)
+    app.connect("config-inited", _theme_catalogue_overrides)
+    app.add_transform(TranslateTocCaptions)
+    app.add_transform(KeepAutodocUntranslated)
+    app.add_post_transform(TranslateOutputAltText)
+    app.add_config_value("book_language_switch", None, "html")
+    app.add_config_value("book_translate_alt_text", False, "env")
+    app.connect("html-page-context", add_language_switch)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

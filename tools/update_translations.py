@@ -1,0 +1,50 @@
+"""Bring the Chinese catalogues up to date after an English edit:
+python -m tools.update_translations   (or `make translations`)
+
+1. extracts every translatable message of the book with Sphinx's gettext
+   builder (through jupyter-book, with the book's own config, so the
+   notebooks' prose and the toc captions are included; autodoc output is
+   left out by tools/sphinx_i18n.py) into _build/gettext/;
+2. runs `sphinx-intl update -l zh_CN`, which adds new messages (empty),
+   marks changed ones fuzzy (with the old translation as a starting point)
+   and retires deleted ones in locales/zh_CN/LC_MESSAGES/*.po.
+
+Then translate every empty or fuzzy message (remove the `#, fuzzy` line once
+the translation is right); tests/test_translation.py fails until you do.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tools import build_book
+from tools.project import ROOT
+
+
+def extract_messages(output: Path) -> Path:
+    """Run the gettext builder into `output`; return the folder of .pot files."""
+    config = build_book.effective_config(offline=True)
+    proc = subprocess.run([sys.executable, "-c", build_book.JUPYTER_BOOK, "build", str(ROOT),
+                           "--config", str(config),
+                           "--builder", "custom", "--custom-builder", "gettext",
+                           "--path-output", str(output)],
+                          cwd=ROOT, text=True, capture_output=True)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
+        raise SystemExit("the gettext build failed")
+    return output / "_build" / "gettext"
+
+
+def main() -> int:
+    pot = extract_messages(ROOT / "_build" / "gettext")
+    sphinx_intl = Path(sys.executable).with_name("sphinx-intl")
+    subprocess.run([str(sphinx_intl), "update", "-p", str(pot), "-d", "locales", "-l", "zh_CN"],
+                   cwd=ROOT, check=True)
+    print("Now translate the empty and fuzzy messages in locales/zh_CN/LC_MESSAGES/ "
+          "(tests/test_translation.py lists them).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
