@@ -107,12 +107,14 @@ def effective_config(offline: bool) -> Path:
 
 def build_inputs(config_path: Path) -> str:
     """A digest of what every page depends on besides its own source: the
-    effective configuration, the TOC, the local extensions and templates, and
+    effective configuration, the TOC, the local extensions, templates and
+    static files (Sphinx does not re-copy a changed stylesheet on an update), and
     attnbook (whose change re-executes every notebook without touching them)."""
     digest = hashlib.sha256(attnbook_digest().encode())
     files = [config_path, ROOT / "_toc.yml", ROOT / "references.bib",
              *sorted((ROOT / "tools").glob("sphinx_*.py")),
-             *sorted(p for p in (ROOT / "_templates").rglob("*") if p.is_file())]
+             *sorted(p for p in (ROOT / "_templates").rglob("*") if p.is_file()),
+             *sorted(p for p in (ROOT / "_assets").rglob("*") if p.is_file())]
     for path in files:
         digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     return digest.hexdigest()
