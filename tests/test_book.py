@@ -206,6 +206,10 @@ def test_language_switch_works_both_ways_in_the_browser(built_book, book_server,
            else f"{book_server}/{page_path}")
     page = browser.new_page()
     page.goto(url)
+    for width in (1280, 390):                  # wholly inside the page, laptop and phone
+        page.set_viewport_size({"width": width, "height": 800})
+        box = page.locator("a.book-language-switch").first.bounding_box()
+        assert box and box["y"] >= 0 and box["x"] + box["width"] <= width, (width, box)
     page.locator("a.book-language-switch").first.click()
     page.wait_for_load_state("load")
     assert page.url.endswith("/zh/" + page_path), page.url
