@@ -9,6 +9,7 @@ defines fails with a NameError, as it would for the reader.
 from __future__ import annotations
 
 import functools
+import os
 from pathlib import Path
 
 import nbformat
@@ -37,7 +38,8 @@ def run(nb: nbformat.NotebookNode, where: str, cwd: Path) -> nbformat.NotebookNo
     isolate_removed_cells(nb)
     try:
         NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3",
-                       resources={"metadata": {"path": str(cwd)}}).execute()
+                       resources={"metadata": {"path": str(cwd)}}).execute(
+                           env={**os.environ, "ATTNBOOK_STATIC": "1"})   # as in the book
     except CellExecutionError as err:
         code = [c for c in nb.cells if c.cell_type == "code"]
         failed = next((i for i, c in enumerate(code)
