@@ -199,12 +199,13 @@ def bench_explorers() -> None:
         n = len(e.values)
 
         def live(i, e=e, n=n):
+            e._live_frames.clear()   # a value's first visit: no frame kept from before
             e.slider.value = (e.index + 1 + i % 2) % n
 
         def naive(i, kind=kind, n=n):
             fresh = make(kind)       # a new figure every move, fully laid out and drawn
             fresh.show((i + 1) % n)
-            ex._png(fresh.figure, ex.LIVE_DPI, fast=True)
+            ex._png_full_redraw(fresh.figure)
 
         live_med, live_p95 = timed(live)
         naive_med, naive_p95 = timed(naive, n=20)
