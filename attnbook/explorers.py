@@ -330,12 +330,30 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
 
 def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
                n_show: tuple[int, int] = (4, 6), index: int = 3) -> Explorer:
-    """Slide d_k over powers of two: what 1/sqrt(d_k) does to scores and weights.
+    """Slide d_k over powers of two: what 1/√d_k does to scores and weights.
 
-    q and K have N(0, 1) entries drawn from np.random.default_rng(seed).
-    Panels: the distribution of the scores with and without scaling; the
-    weights of the first n_show queries x keys, unscaled and scaled; the mean
-    largest weight and the mean entropy against d_k, with the current d_k marked.
+    Taught in :doc:`/chapters/05_scaling` (chapter 5). q and K have N(0, 1)
+    entries drawn from ``np.random.default_rng(seed)``, 200 queries and 16
+    keys per d_k. Panels: the distribution of the scores with and without
+    scaling; the weights of the first n_show queries x keys, unscaled and
+    scaled; the mean largest weight and the mean entropy against d_k, with
+    the current d_k marked.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the random q and K, >= 0.
+    d_ks : sequence of int, length n_values
+        The key widths to slide over, each >= 1. Default 1, 2, 4, ..., 1024.
+    n_show : (int, int)
+        The (queries, keys) shown in the heatmaps, at most (200, 16).
+    index : int
+        The d_k shown first, in ``[0, n_values - 1]``.
+
+    Returns
+    -------
+    Explorer
+        The slider over d_ks.
     """
     d_ks = [positive_int(d, f"d_ks[{i}]") for i, d in enumerate(d_ks)]
     if not d_ks:
@@ -418,9 +436,28 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
                         query: str = "query") -> Explorer:
     """Slide the softmax temperature over one row of scores.
 
-    scores: (n_k,) the scores of one query; labels: the n_k key names;
-    values: optional (n_k,) scalar values, whose weighted average is shown.
-    Near 0 the weights become one-hot (the dict lookup); large, uniform (the average).
+    Taught in :doc:`/chapters/04_softmax_attention` (chapter 4). Near 0 the
+    weights become one-hot (the dict lookup); large, uniform (the average).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_k,)
+        The scores of one query; -inf allowed, NaN and +inf refused.
+    labels : sequence of str, length n_k
+        The key names.
+    values : array_like, shape (n_k,), optional
+        Scalar values, whose weighted average is shown in the title.
+    temperatures : sequence of float, optional
+        The temperatures to slide over, each > 0. Default 0.01 to 100.
+    index : int, optional
+        The temperature shown first. Default: that of T = 1 if present, else 0.
+    query : str
+        The query's name in the title.
+
+    Returns
+    -------
+    Explorer
+        The slider over the temperatures.
     """
     s = as_real(scores, "scores")
     require_ndim(s, "scores", (1,), "(n_k,)")
@@ -472,8 +509,29 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
                       value_labels: Sequence[str] | None = None) -> Explorer:
     """Pick a query token: its row of weights (highlighted) and its output vector.
 
-    tokens: names of the n_q queries (and keys, for self-attention: n_q = n_k).
-    Q (n_q, d_k), K (n_k, d_k), V (n_k, d_v); scale as in scaled_dot_product_attention.
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+
+    Parameters
+    ----------
+    tokens : sequence of str, length n_q
+        Names of the queries (and of the keys, for self-attention: n_q = n_k).
+    Q : array_like, shape (n_q, d_k)
+        The queries.
+    K : array_like, shape (n_k, d_k)
+        The keys.
+    V : array_like, shape (n_k, d_v)
+        The values.
+    scale : float, optional
+        As in `scaled_dot_product_attention`; default 1/√d_k.
+    index : int
+        The query shown first, in ``[0, n_q - 1]``.
+    value_labels : sequence of str, length d_v, optional
+        Names of V's columns. Default ``"dim 0"``, ``"dim 1"``, ...
+
+    Returns
+    -------
+    Explorer
+        The slider over the queries.
     """
     out, w = scaled_dot_product_attention(Q, K, V, scale=scale)
     if out.ndim != 2 or w.ndim != 2:
@@ -524,8 +582,27 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
                       index: int | None = None) -> Explorer:
     """Nadaraya–Watson with a Gaussian kernel: slide the bandwidth.
 
-    Left, the training points, the true curve (if y_test is given) and the
-    fit; right, the weights (test inputs x training inputs, both sorted).
+    Taught in :doc:`/chapters/08_kernel_regression` (chapter 8). Left, the
+    training points, the true curve (if y_test is given) and the fit;
+    right, the weights (test inputs x training inputs, both sorted).
+
+    Parameters
+    ----------
+    x_train, y_train : array_like, shape (n_train,)
+        Training inputs and targets, finite.
+    x_test : array_like, shape (n_test,)
+        The inputs the fit is drawn at.
+    y_test : array_like, shape (n_test,), optional
+        The true curve at x_test; the title then gives the fit's MSE.
+    bandwidths : sequence of float, length n_values
+        The bandwidths to slide over, each > 0.
+    index : int, optional
+        The bandwidth shown first. Default: that of h = 1 if present, else 0.
+
+    Returns
+    -------
+    Explorer
+        The slider over the bandwidths.
     """
     x_train, y_train = as_real(x_train, "x_train"), as_real(y_train, "y_train")
     x_test = as_real(x_test, "x_test")
@@ -590,13 +667,35 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
                         ) -> Explorer:
     """Slide the offset m - p between a query at position p and a key at position m.
 
-    Taught in chapter 11. One query q and one key k (N(0, 1) entries of width
-    d, drawn from np.random.default_rng(seed)) are placed at every pair of
-    positions: with RoPE the score is rotate(q, p) · rotate(k, m) / √d, with
-    added sinusoids it is (q + PE[p]) · (k + PE[m]) / √d. Left, the score
-    against the offset for each of n_positions query positions (with RoPE the
-    curves coincide); right, at the chosen offset, the score against the
-    query position: flat for RoPE, wavy for added sinusoids.
+    Taught in :doc:`/chapters/11_positions` (chapter 11). One query q and
+    one key k (N(0, 1) entries of width d, drawn from
+    ``np.random.default_rng(seed)``) are placed at every pair of positions:
+    with RoPE the score is rotate(q, p) · rotate(k, m) / √d, with added
+    sinusoids it is (q + PE[p]) · (k + PE[m]) / √d. Left, the score against
+    the offset for each of n_positions query positions (with RoPE the curves
+    coincide); right, at the chosen offset, the score against the query
+    position: flat for RoPE, wavy for added sinusoids.
+
+    Parameters
+    ----------
+    d : int
+        Width of q and k (even, for RoPE).
+    max_offset : int
+        The offsets slid over are -max_offset, ..., max_offset.
+    n_positions : int
+        How many query positions p (from max_offset on).
+    base : float
+        The frequency base of RoPE and of the sinusoids.
+    seed : int
+        Seed of q and k.
+    index : int, optional
+        The offset shown first, as an index into the offsets. Default:
+        offset 3 (or max_offset if smaller).
+
+    Returns
+    -------
+    Explorer
+        The slider over the offsets.
     """
     from .positions import rotate, sinusoidal_positions
     rng = np.random.default_rng(seed)
@@ -657,14 +756,31 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
 def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = None,
                      col_labels: Sequence[str] | None = None, index: int = -1,
                      title: str = "attention weights") -> Explorer:
-    """Slide over training steps: the attention pattern forming (chapter 13).
+    """Slide over training steps: the attention pattern forming.
 
-    steps: (n_snapshots,) the training steps at which the weights were recorded.
-    weights: (n_snapshots, n_q, n_k) the probe's attention weights at each step.
-    losses: (n_steps,) the training loss at every step, drawn with the
-       current step marked.
-    row_labels / col_labels: names of the n_q queries and n_k keys.
-    index: the snapshot shown first (default: the last, after training).
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
+    Parameters
+    ----------
+    steps : array_like, shape (n_snapshots,)
+        The training steps at which the weights were recorded.
+    weights : array_like, shape (n_snapshots, n_q, n_k)
+        The probe's attention weights at each recorded step.
+    losses : array_like, shape (n_steps,)
+        The training loss at every step, drawn with the current step marked.
+    row_labels : sequence of str, length n_q, optional
+        Names of the queries.
+    col_labels : sequence of str, length n_k, optional
+        Names of the keys.
+    index : int
+        The snapshot shown first (default -1: the last, after training).
+    title : str
+        The heatmap's title.
+
+    Returns
+    -------
+    Explorer
+        The slider over the recorded steps.
     """
     steps, losses = as_real(steps, "steps"), as_real(losses, "losses")
     w = as_real(weights, "weights")
