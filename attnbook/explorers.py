@@ -588,11 +588,11 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
 
     Parameters
     ----------
-    x_train, y_train : array_like, shape (n_train,)
-        Training inputs and targets, finite.
-    x_test : array_like, shape (n_test,)
-        The inputs the fit is drawn at.
-    y_test : array_like, shape (n_test,), optional
+    x_train, y_train : array_like, shape (n_k,)
+        Training inputs (the keys) and targets (the values), finite.
+    x_test : array_like, shape (n_q,)
+        The inputs the fit is drawn at (the queries).
+    y_test : array_like, shape (n_q,), optional
         The true curve at x_test; the title then gives the fit's MSE.
     bandwidths : sequence of float, length n_values
         The bandwidths to slide over, each > 0.
