@@ -8,9 +8,12 @@ when the book was built: an <input type="range"> (keyboard-operable) that
 swaps inline PNG frames, with the current value beside it. It needs no
 network and works over file://.
 
-Both forms travel in one MIME bundle: 'application/vnd.jupyter.widget-view+json'
-for live frontends and 'text/html' for the book (whose _config.yml drops the
-widget view for the HTML builder).
+Only the form the front end will show is rendered. The book's build
+(tools/build_book.py) sets the environment variable ``ATTNBOOK_STATIC=1``,
+which its kernels inherit; there an explorer's MIME bundle holds the
+'text/html' slider over every frame. Anywhere else it holds the live widget
+('application/vnd.jupyter.widget-view+json') and, for front ends without
+ipywidgets, a 'text/html' image of the current frame only.
 """
 from __future__ import annotations
 
@@ -19,9 +22,13 @@ import hashlib
 import html
 import io
 import json
+import os
+import struct
+import zlib
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
@@ -41,20 +48,55 @@ from .kernel import nadaraya_watson
 __all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
            "explore_bandwidth", "explore_rope_offset", "explore_training"]
 
-LIVE_DPI = 72      # live frames: redrawn by blitting, encoded with fast PNG settings
-STATIC_DPI = 72    # build-time frames: a chapter with several explorers stays under 3 MB
+# Live and static frames share one resolution: the layout is frozen at it, so a
+# live frame and the book's frame for the same value are the same picture (a
+# chapter with several explorers stays under 3 MB at 72 dpi).
+DPI = 72
+# Set (to "1") by the book's build: render every frame for the kernel-free slider.
+STATIC_ENV = "ATTNBOOK_STATIC"
 
 
-def _png(fig: Figure, dpi: int, fast: bool) -> bytes:
-    """The figure as PNG: quickly compressed (fast, for live frames), or as a
-    256-colour palette image (for the book's static frames: about a third of
-    the bytes, and the same picture for plots drawn from a few colour maps)."""
+def _static_build() -> bool:
+    return os.environ.get(STATIC_ENV, "") not in ("", "0")
+
+
+def _png_of_canvas(canvas: FigureCanvasAgg) -> bytes:
+    """What the canvas last drew, as an RGB PNG, written for speed (live frames).
+
+    No row filter and zlib level 1: about half the time Pillow's adaptive
+    filtering takes, for the same size on these mostly flat plots.
+    """
+    width, height = canvas.get_width_height(physical=True)
+    rgba = np.asarray(canvas.buffer_rgba())                            # (height, width, 4)
+    rows = np.zeros((height, 1 + 3 * width), np.uint8)                 # filter byte 0: none
+    rows[:, 1:] = rgba[:, :, :3].reshape(height, 3 * width)
+
+    def chunk(tag: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + tag + data
+                + struct.pack(">I", zlib.crc32(tag + data)))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)    # 8-bit RGB
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+            + chunk(b"IDAT", zlib.compress(rows.tobytes(), 1)) + chunk(b"IEND", b""))
+
+
+def _png_full_redraw(fig: Figure) -> bytes:
+    """The whole figure drawn afresh and written as a live frame (no blitting)."""
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return _png_of_canvas(canvas)
+
+
+def _png_palette(fig: Figure) -> bytes:
+    """The whole figure as a 256-colour palette PNG (the book's static frames).
+
+    About a third of the bytes of a full-colour PNG, and the same picture for
+    plots drawn from a few colour maps.
+    """
     from PIL import Image
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None},
-                pil_kwargs={"compress_level": 1 if fast else 9})
-    if fast:
-        return buf.getvalue()
+    fig.savefig(buf, format="png", dpi=DPI, facecolor="white", metadata={"Software": None},
+                pil_kwargs={"compress_level": 9})
     palette = Image.open(buf).convert("RGB").quantize(
         colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     out = io.BytesIO()
@@ -62,23 +104,40 @@ def _png(fig: Figure, dpi: int, fast: bool) -> bytes:
     return out.getvalue()
 
 
-def _encode_rgba(canvas) -> bytes:
-    from PIL import Image
-    width, height = canvas.get_width_height(physical=True)
-    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    buf = io.BytesIO()
-    image.convert("RGB").save(buf, format="PNG", compress_level=1)
-    return buf.getvalue()
-
-
 class Explorer:
     """One figure, one parameter, a list of values to slide over.
 
-    name: what the slider controls (shown beside it), e.g. "d_k".
-    values: the parameter values; labels: how each is shown.
-    figure: the matplotlib Figure; update(index) changes its artists in place.
-    dynamic: the artists update() changes (whole Axes allowed). The live form
-    draws everything else once and then redraws only these (blitting).
+    The ``explore_*`` functions build one; displaying it shows a live slider
+    in a Jupyter kernel and a kernel-free one in the HTML book. The first is
+    in :doc:`/chapters/04_softmax_attention` (chapter 4).
+
+    Parameters
+    ----------
+    name : str
+        What the slider controls, shown beside it, e.g. ``"d_k"``.
+    values : sequence, length n_values
+        The parameter values, at least one.
+    labels : sequence of str, length n_values
+        How each value is shown.
+    figure : matplotlib.figure.Figure
+        The figure the slider redraws.
+    update : callable
+        ``update(index)`` changes the figure's artists in place to show
+        ``values[index]``.
+    index : int, optional
+        The value shown first, in ``[0, n_values - 1]``. Default 0.
+    description : str, optional
+        The frames' alt text. Default ``"Figure for <name>"``.
+    dynamic : sequence of matplotlib artists, optional
+        The artists `update` changes (whole Axes allowed). The live form
+        draws everything else once and then redraws only these (blitting);
+        empty means a full redraw on every move.
+
+    Raises
+    ------
+    ValueError
+        If values and labels are empty or of different lengths, or index is
+        out of range.
     """
 
     def __init__(self, name: str, values: Sequence, labels: Sequence[str], figure: Figure,
@@ -90,39 +149,54 @@ class Explorer:
         self.name, self.values, self.labels = name, list(values), list(labels)
         self.figure, self._update = figure, update
         self.description = description or f"Figure for {name}"
-        self.index = index = index_into(index, len(self.values))
-        self._update(index)
-        self.slider = None     # the ipywidgets control, once widget() has built it
-        self._image = None
         self.dynamic = list(dynamic)
-        self._canvas = None
-        self._background = None
+        self.index = index_into(index, len(self.values))
+        self.slider = None          # the ipywidgets SelectionSlider, once widget() built it
+        self._image = None          # the ipywidgets Image under it
+        self._box = None            # the VBox holding both
+        self._canvas = None         # the Agg canvas the live form blits on
+        self._background = None     # its pixels without the dynamic artists
+        self._live_frames: dict[int, bytes] = {}   # live PNG per index, drawn on first visit
+        self._update(self.index)
         self._freeze_layout()
 
     def _freeze_layout(self) -> None:
         """Lay the figure out once, then keep every panel where it is, so frames
         do not jump as labels change and every rendering of a frame is identical."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
         fig = self.figure
-        fig.set_dpi(STATIC_DPI)
+        fig.set_dpi(DPI)
         FigureCanvasAgg(fig).draw()
         fig.set_layout_engine("none")
 
     # -- state ---------------------------------------------------------------------------
     def show(self, index: int) -> None:
-        """Redraw the figure's artists for values[index] (no new figure)."""
+        """Redraw the figure's artists for ``values[index]`` (no new figure).
+
+        Parameters
+        ----------
+        index : int
+            In ``[0, n_values - 1]``.
+        """
         self.index = index = index_into(index, len(self.values))
         self._update(index)
 
     @property
     def value(self):
+        """The value shown now, ``values[index]``."""
         return self.values[self.index]
 
     # -- live form -----------------------------------------------------------------------
     def widget(self):
-        """The ipywidgets form: a SelectionSlider above the figure as an Image widget."""
+        """The live form: a SelectionSlider above the figure as an Image widget.
+
+        Returns
+        -------
+        ipywidgets.VBox
+            The slider and the image; built on the first call, the same
+            object afterwards.
+        """
         import ipywidgets as widgets
-        if self.slider is None:
+        if self._box is None:
             self.slider = widgets.SelectionSlider(
                 options=list(zip(self.labels, range(len(self.values)), strict=True)),
                 value=self.index, description=self.name, continuous_update=True,
@@ -138,44 +212,74 @@ class Explorer:
         self._image.value = self.render_live()
 
     def render_live(self) -> bytes:
-        """PNG of the current state, redrawing only the dynamic artists."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        """The current frame as PNG bytes, drawn the fast way.
+
+        Everything but the dynamic artists is drawn once and kept; a move
+        redraws the dynamic artists over it (blitting). Each value's frame
+        is kept once drawn, so sliding back to it costs no drawing.
+
+        Returns
+        -------
+        bytes
+            An RGB PNG of the figure at `DPI`.
+        """
+        frame = self._live_frames.get(self.index)
+        if frame is not None:
+            return frame
         fig = self.figure
         if not self.dynamic:
-            return _png(fig, LIVE_DPI, fast=True)
-        if self._background is None:
-            self._canvas = FigureCanvasAgg(fig)
-            fig.set_dpi(LIVE_DPI)
+            frame = _png_full_redraw(fig)
+        else:
+            if self._background is None:
+                self._canvas = FigureCanvasAgg(fig)
+                for artist in self.dynamic:
+                    artist.set_animated(True)
+                self._canvas.draw()                       # everything that does not move
+                self._background = self._canvas.copy_from_bbox(fig.bbox)
+            self._canvas.restore_region(self._background)
+            renderer = self._canvas.get_renderer()
             for artist in self.dynamic:
-                artist.set_animated(True)
-            self._canvas.draw()                       # everything that does not move
-            self._background = self._canvas.copy_from_bbox(fig.bbox)
-        self._canvas.restore_region(self._background)
-        for artist in self.dynamic:
-            fig.draw_artist(artist)
-        return _encode_rgba(self._canvas)
+                artist.draw(renderer)
+            frame = _png_of_canvas(self._canvas)
+        self._live_frames[self.index] = frame
+        return frame
 
     def _static_mode(self) -> None:
-        """Undo the live form's blitting set-up so savefig draws every artist."""
+        """Undo the live form's blitting set-up so a full draw shows every artist."""
         if self._background is not None:
             for artist in self.dynamic:
                 artist.set_animated(False)
             self._background = None
 
     # -- static form ---------------------------------------------------------------------
-    def frames(self, dpi: int = STATIC_DPI) -> list[bytes]:
-        """PNG bytes of every frame (the figure is left at the current index)."""
+    def frames(self) -> list[bytes]:
+        """Every value's frame as a palette PNG (the book's static form).
+
+        The figure is left showing the current index.
+
+        Returns
+        -------
+        list of bytes, length n_values
+            One PNG per value, in order.
+        """
         self._static_mode()
         current, out = self.index, []
         for i in range(len(self.values)):
             self.show(i)
-            out.append(_png(self.figure, dpi, fast=False))
+            out.append(_png_palette(self.figure))
         self.show(current)
         return out
 
-    def to_html(self, dpi: int = STATIC_DPI) -> str:
-        """A self-contained, kernel-free slider over pre-rendered frames."""
-        uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f in self.frames(dpi)]
+    def to_html(self) -> str:
+        """A self-contained, kernel-free slider over every pre-rendered frame.
+
+        Returns
+        -------
+        str
+            HTML: an ``<input type="range">``, an ``<output>`` with the
+            value, and an ``<img>`` whose inline PNG frames a small script swaps.
+        """
+        uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f in self.frames()]
         uid = "attnx-" + hashlib.sha1((self.name + uris[0]).encode()).hexdigest()[:10]
         labels = [f"{self.name} = {lab}" for lab in self.labels]
         alt = html.escape(self.description, quote=True)
@@ -198,24 +302,59 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
 }})();</script>
 </div>"""
 
+    def _one_frame_html(self) -> str:
+        """The current frame alone, as an inline image with the value beside it."""
+        uri = "data:image/png;base64," + base64.b64encode(self.render_live()).decode()
+        label = html.escape(f"{self.name} = {self.labels[self.index]}")
+        return (f'<div class="attn-explorer-frame"><p>{label}</p>'
+                f'<img src="{uri}" alt="{html.escape(self.description, quote=True)}"></div>')
+
     def _repr_mimebundle_(self, include=None, exclude=None):
-        bundle = {"text/html": self.to_html()}
+        """What Jupyter displays: only the form the front end will show.
+
+        In the book's build (``ATTNBOOK_STATIC=1``, see `STATIC_ENV`) the
+        kernel-free slider over every frame; elsewhere the live widget, with
+        the current frame as 'text/html' for front ends without ipywidgets.
+        """
+        plain = f"<Explorer over {self.name}: {len(self.values)} values>"
+        if _static_build():
+            return {"text/html": self.to_html(), "text/plain": plain}
+        bundle = {}
         try:
             bundle.update(self.widget()._repr_mimebundle_())
-        except ImportError:        # ipywidgets missing: the static slider still works
+        except ImportError:        # ipywidgets missing: the current frame still shows
             pass
-        bundle["text/plain"] = f"<Explorer over {self.name}: {len(self.values)} values>"
+        bundle["text/html"] = self._one_frame_html()
+        bundle["text/plain"] = plain
         return bundle
 
 
 def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
                n_show: tuple[int, int] = (4, 6), index: int = 3) -> Explorer:
-    """Slide d_k over powers of two: what 1/sqrt(d_k) does to scores and weights.
+    """Slide d_k over powers of two: what 1/√d_k does to scores and weights.
 
-    q and K have N(0, 1) entries drawn from np.random.default_rng(seed).
-    Panels: the distribution of the scores with and without scaling; the
-    weights of the first n_show queries x keys, unscaled and scaled; the mean
-    largest weight and the mean entropy against d_k, with the current d_k marked.
+    Taught in :doc:`/chapters/05_scaling` (chapter 5). q and K have N(0, 1)
+    entries drawn from ``np.random.default_rng(seed)``, 200 queries and 16
+    keys per d_k. Panels: the distribution of the scores with and without
+    scaling; the weights of the first n_show queries x keys, unscaled and
+    scaled; the mean largest weight and the mean entropy against d_k, with
+    the current d_k marked.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the random q and K, >= 0.
+    d_ks : sequence of int, length n_values
+        The key widths to slide over, each >= 1. Default 1, 2, 4, ..., 1024.
+    n_show : (int, int)
+        The (queries, keys) shown in the heatmaps, at most (200, 16).
+    index : int
+        The d_k shown first, in ``[0, n_values - 1]``.
+
+    Returns
+    -------
+    Explorer
+        The slider over d_ks.
     """
     d_ks = [positive_int(d, f"d_ks[{i}]") for i, d in enumerate(d_ks)]
     if not d_ks:
@@ -298,9 +437,28 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
                         query: str = "query") -> Explorer:
     """Slide the softmax temperature over one row of scores.
 
-    scores: (n_k,) the scores of one query; labels: the n_k key names;
-    values: optional (n_k,) scalar values, whose weighted average is shown.
-    Near 0 the weights become one-hot (the dict lookup); large, uniform (the average).
+    Taught in :doc:`/chapters/04_softmax_attention` (chapter 4). Near 0 the
+    weights become one-hot (the dict lookup); large, uniform (the average).
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_k,)
+        The scores of one query; -inf allowed, NaN and +inf refused.
+    labels : sequence of str, length n_k
+        The key names.
+    values : array_like, shape (n_k,), optional
+        Scalar values, whose weighted average is shown in the title.
+    temperatures : sequence of float, optional
+        The temperatures to slide over, each > 0. Default 0.01 to 100.
+    index : int, optional
+        The temperature shown first. Default: that of T = 1 if present, else 0.
+    query : str
+        The query's name in the title.
+
+    Returns
+    -------
+    Explorer
+        The slider over the temperatures.
     """
     s = as_real(scores, "scores")
     require_ndim(s, "scores", (1,), "(n_k,)")
@@ -352,8 +510,29 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
                       value_labels: Sequence[str] | None = None) -> Explorer:
     """Pick a query token: its row of weights (highlighted) and its output vector.
 
-    tokens: names of the n_q queries (and keys, for self-attention: n_q = n_k).
-    Q (n_q, d_k), K (n_k, d_k), V (n_k, d_v); scale as in scaled_dot_product_attention.
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+
+    Parameters
+    ----------
+    tokens : sequence of str, length n_q
+        Names of the queries (and of the keys, for self-attention: n_q = n_k).
+    Q : array_like, shape (n_q, d_k)
+        The queries.
+    K : array_like, shape (n_k, d_k)
+        The keys.
+    V : array_like, shape (n_k, d_v)
+        The values.
+    scale : float, optional
+        As in `scaled_dot_product_attention`; default 1/√d_k.
+    index : int
+        The query shown first, in ``[0, n_q - 1]``.
+    value_labels : sequence of str, length d_v, optional
+        Names of V's columns. Default ``"dim 0"``, ``"dim 1"``, ...
+
+    Returns
+    -------
+    Explorer
+        The slider over the queries.
     """
     out, w = scaled_dot_product_attention(Q, K, V, scale=scale)
     if out.ndim != 2 or w.ndim != 2:
@@ -404,8 +583,27 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
                       index: int | None = None) -> Explorer:
     """Nadaraya–Watson with a Gaussian kernel: slide the bandwidth.
 
-    Left, the training points, the true curve (if y_test is given) and the
-    fit; right, the weights (test inputs x training inputs, both sorted).
+    Taught in :doc:`/chapters/08_kernel_regression` (chapter 8). Left, the
+    training points, the true curve (if y_test is given) and the fit;
+    right, the weights (test inputs x training inputs, both sorted).
+
+    Parameters
+    ----------
+    x_train, y_train : array_like, shape (n_k,)
+        Training inputs (the keys) and targets (the values), finite.
+    x_test : array_like, shape (n_q,)
+        The inputs the fit is drawn at (the queries).
+    y_test : array_like, shape (n_q,), optional
+        The true curve at x_test; the title then gives the fit's MSE.
+    bandwidths : sequence of float, length n_values
+        The bandwidths to slide over, each > 0.
+    index : int, optional
+        The bandwidth shown first. Default: that of h = 1 if present, else 0.
+
+    Returns
+    -------
+    Explorer
+        The slider over the bandwidths.
     """
     x_train, y_train = as_real(x_train, "x_train"), as_real(y_train, "y_train")
     x_test = as_real(x_test, "x_test")
@@ -470,13 +668,35 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
                         ) -> Explorer:
     """Slide the offset m - p between a query at position p and a key at position m.
 
-    Taught in chapter 11. One query q and one key k (N(0, 1) entries of width
-    d, drawn from np.random.default_rng(seed)) are placed at every pair of
-    positions: with RoPE the score is rotate(q, p) · rotate(k, m) / √d, with
-    added sinusoids it is (q + PE[p]) · (k + PE[m]) / √d. Left, the score
-    against the offset for each of n_positions query positions (with RoPE the
-    curves coincide); right, at the chosen offset, the score against the
-    query position: flat for RoPE, wavy for added sinusoids.
+    Taught in :doc:`/chapters/11_positions` (chapter 11). One query q and
+    one key k (N(0, 1) entries of width d, drawn from
+    ``np.random.default_rng(seed)``) are placed at every pair of positions:
+    with RoPE the score is rotate(q, p) · rotate(k, m) / √d, with added
+    sinusoids it is (q + PE[p]) · (k + PE[m]) / √d. Left, the score against
+    the offset for each of n_positions query positions (with RoPE the curves
+    coincide); right, at the chosen offset, the score against the query
+    position: flat for RoPE, wavy for added sinusoids.
+
+    Parameters
+    ----------
+    d : int
+        Width of q and k (even, for RoPE).
+    max_offset : int
+        The offsets slid over are -max_offset, ..., max_offset.
+    n_positions : int
+        How many query positions p (from max_offset on).
+    base : float
+        The frequency base of RoPE and of the sinusoids.
+    seed : int
+        Seed of q and k.
+    index : int, optional
+        The offset shown first, as an index into the offsets. Default:
+        offset 3 (or max_offset if smaller).
+
+    Returns
+    -------
+    Explorer
+        The slider over the offsets.
     """
     from .positions import rotate, sinusoidal_positions
     rng = np.random.default_rng(seed)
@@ -537,14 +757,31 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
 def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = None,
                      col_labels: Sequence[str] | None = None, index: int = -1,
                      title: str = "attention weights") -> Explorer:
-    """Slide over training steps: the attention pattern forming (chapter 13).
+    """Slide over training steps: the attention pattern forming.
 
-    steps: (n_snapshots,) the training steps at which the weights were recorded.
-    weights: (n_snapshots, n_q, n_k) the probe's attention weights at each step.
-    losses: (n_steps,) the training loss at every step, drawn with the
-    current step marked.
-    row_labels / col_labels: names of the n_q queries and n_k keys.
-    index: the snapshot shown first (default: the last, after training).
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
+
+    Parameters
+    ----------
+    steps : array_like, shape (n_snapshots,)
+        The training steps at which the weights were recorded.
+    weights : array_like, shape (n_snapshots, n_q, n_k)
+        The probe's attention weights at each recorded step.
+    losses : array_like, shape (n_steps,)
+        The training loss at every step, drawn with the current step marked.
+    row_labels : sequence of str, length n_q, optional
+        Names of the queries.
+    col_labels : sequence of str, length n_k, optional
+        Names of the keys.
+    index : int
+        The snapshot shown first (default -1: the last, after training).
+    title : str
+        The heatmap's title.
+
+    Returns
+    -------
+    Explorer
+        The slider over the recorded steps.
     """
     steps, losses = as_real(steps, "steps"), as_real(losses, "losses")
     w = as_real(weights, "weights")

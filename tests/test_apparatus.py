@@ -235,11 +235,7 @@ def _numpy_docstring_problems(obj) -> list[str]:
     return problems
 
 
-@pytest.mark.parametrize("module", [
-    pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="agent E converts explorers.py on its own branch; drop this "
-        "mark when that merges")) if name == "explorers" else name
-    for name in API_MODULES])
+@pytest.mark.parametrize("module", API_MODULES)
 def test_every_public_callable_has_a_numpy_docstring_naming_its_chapter(module):
     problems = {qualname: p for qualname, obj in _public_callables()
                 if qualname.startswith(f"attnbook.{module}.")

@@ -1,10 +1,13 @@
 """Explorers: the live control really changes the plotted data; the static
-form has one frame per value, no URL, and a live frame equals a full redraw."""
+form has one frame per value, no URL, and a live frame equals a full redraw;
+a display renders only the form its front end shows."""
 from __future__ import annotations
 
+import base64
 import io
 import json
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -83,16 +86,105 @@ def test_a_blitted_live_frame_matches_a_full_redraw(kind):
     e.slider.value = (e.index + 2) % len(e.values)
     live = np.asarray(Image.open(io.BytesIO(e._image.value)).convert("RGB"), dtype=float)
     e._static_mode()
-    full = np.asarray(Image.open(io.BytesIO(ex._png(e.figure, ex.LIVE_DPI, fast=True)))
+    full = np.asarray(Image.open(io.BytesIO(ex._png_full_redraw(e.figure)))
                       .convert("RGB"), dtype=float)
     assert live.shape == full.shape
     assert np.abs(live - full).mean() < 1.0, "live frame differs from a full redraw"
 
 
-def test_bundle_carries_both_the_widget_view_and_the_static_html():
-    bundle = make("temperature")._repr_mimebundle_()
+def rgb(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=float)
+
+
+def test_the_book_build_gets_every_frame_and_no_widget(monkeypatch):
+    monkeypatch.setenv(ex.STATIC_ENV, "1")
+    e = make("temperature")
+    bundle = e._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" not in bundle
+    assert bundle["text/html"] == e.to_html()
+    assert bundle["text/html"].count("data:image/png;base64,") == len(e.values) + 1  # + the <img>
+    assert e.slider is None, "the book's build must not build the live widget"
+
+
+@pytest.mark.parametrize("unset", ["delete", "0", ""])
+def test_a_live_kernel_gets_the_widget_and_only_the_current_frame(monkeypatch, unset):
+    if unset == "delete":
+        monkeypatch.delenv(ex.STATIC_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ex.STATIC_ENV, unset)
+    e = make("dk")
+    calls = []
+    monkeypatch.setattr(ex, "_png_palette", lambda fig: calls.append(fig) or b"")
+    bundle = e._repr_mimebundle_()
+    assert not calls, "a live display must not render the book's palette frames"
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["text/html"].startswith('<div class="attn-explorer"')
+    page = bundle["text/html"]
+    uris = re.findall(r'src="data:image/png;base64,([^"]+)"', page)
+    assert len(uris) == 1 and 'type="range"' not in page
+    assert base64.b64decode(uris[0]) == e._image.value, "the fallback is the widget's frame"
+    assert f"d_k = {e.labels[e.index]}" in page
+
+
+def test_without_ipywidgets_a_live_kernel_still_shows_the_current_frame(monkeypatch):
+    monkeypatch.delenv(ex.STATIC_ENV, raising=False)
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)     # import ipywidgets fails
+    e = make("temperature")
+    bundle = e._repr_mimebundle_()
+    assert set(bundle) == {"text/html", "text/plain"}
+    assert bundle["text/html"].count("data:image/png;base64,") == 1
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_revisited_value_shows_the_frame_a_first_visit_draws(kind):
+    """Live frames are kept per value: sliding back returns what a fresh
+    explorer draws for that value, and the figure's artists follow the slider."""
+    e = make(kind)
+    e.widget()
+    i, j = (e.index + 1) % len(e.values), (e.index + 2) % len(e.values)
+    e.slider.value = i
+    at_i = plotted_data(kind, e)
+    e.slider.value = j
+    e.slider.value = i
+    for a, b in zip(at_i, plotted_data(kind, e), strict=True):
+        np.testing.assert_array_equal(a, b)
+    fresh = make(kind)
+    fresh.widget()
+    fresh.slider.value = i
+    assert e._image.value == fresh._image.value
+    e._live_frames.clear()
+    assert e.render_live() == fresh._image.value, "a cached frame differs from a redraw"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_book_frame_matches_the_live_frame_for_the_same_value(kind):
+    e = make(kind)
+    e.widget()
+    frames = e.frames()
+    for i in range(len(e.values)):
+        e.slider.value = i
+        live, static = rgb(e._image.value), rgb(frames[i])
+        assert live.shape == static.shape
+        assert np.abs(live - static).mean() < 1.0, f"{kind}: frame {i} differs from the live one"
+
+
+def test_the_live_png_writer_stores_the_canvas_pixels_exactly():
+    e = make("bandwidth")
+    e.widget()
+    canvas = e._canvas
+    expected = np.asarray(canvas.buffer_rgba())[:, :, :3]
+    decoded = Image.open(io.BytesIO(ex._png_of_canvas(canvas)))
+    assert decoded.mode == "RGB"
+    np.testing.assert_array_equal(np.asarray(decoded), expected)
+
+
+def test_every_attribute_is_set_in_init():
+    e = make("bandwidth")
+    names = set(vars(e))
+    e.widget()
+    e.slider.value = 0
+    e.to_html()
+    e._repr_mimebundle_()
+    assert set(vars(e)) == names, set(vars(e)) ^ names
 
 
 def test_temperature_explorer_limits_are_the_dict_lookup_and_the_average():
@@ -117,9 +209,9 @@ def test_explorer_inputs_are_checked():
 def test_static_frames_are_palette_pngs_that_look_like_the_full_colour_figure(kind):
     e = make(kind)
     e._static_mode()
-    full = np.asarray(Image.open(io.BytesIO(ex._png(e.figure, ex.STATIC_DPI, fast=True)))
+    full = np.asarray(Image.open(io.BytesIO(ex._png_full_redraw(e.figure)))
                       .convert("RGB")).astype(int)
-    frame = Image.open(io.BytesIO(ex._png(e.figure, ex.STATIC_DPI, fast=False)))
+    frame = Image.open(io.BytesIO(ex._png_palette(e.figure)))
     assert frame.mode == "P", frame.mode
     diff = np.abs(np.asarray(frame.convert("RGB")).astype(int) - full)
     assert diff.shape == full.shape

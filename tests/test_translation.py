@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
-from terms import glossary_entries
+from tools.terms import glossary_entries
 
 from tools.project import ROOT, toc_files
 

@@ -328,6 +328,7 @@ def main() -> int:
             "The book is built with MathJax from a CDN: its equations render only "
             "while the reader is online, and the browser tests will fail. "
             "Install Node.js/npm and run `make book` again for an offline book.")
+    os.environ["ATTNBOOK_STATIC"] = "1"   # kernels inherit it: explorers render every frame
     invalidate_cache_if_attnbook_changed()
     config_path = effective_config(offline)
     start = time.perf_counter()

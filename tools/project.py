@@ -26,7 +26,7 @@ def config() -> dict:
 
 
 def book_config() -> dict:
-    """_config.yml, with the local extensions' and the favicon's paths made
+    """_config.yml, with the local extensions', the templates' and the favicon's paths made
     absolute: jupyter-book resolves them against the folder of the config file
     it is given, and a build from another config (ours in _build/, a scratch
     book) must find them."""
@@ -36,6 +36,8 @@ def book_config() -> dict:
     sphinx = conf["sphinx"]["config"]
     if sphinx.get("html_favicon"):
         sphinx["html_favicon"] = str(ROOT / sphinx["html_favicon"])
+    if sphinx.get("templates_path"):
+        sphinx["templates_path"] = [str(ROOT / p) for p in sphinx["templates_path"]]
     return conf
 
 
