@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 from babel.messages.pofile import read_po
-from tools.terms import glossary_entries
 
 from tools.project import ROOT, toc_files
+from tools.terms import glossary_entries
 
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 #: Catalogues that are not generated from the text (theme overrides).
