@@ -155,7 +155,14 @@ class KeepAutodocUntranslated(SphinxTransform):
         for node in list(self.document.findall(nodes.Element)):
             if is_autodoc(node):
                 for inner in node.findall(nodes.Element):
-                    inner["translatable"] = False
+                    # Sphinx's RemoveTranslatableInline unwraps every ``inline``
+                    # that carries a ``translatable`` attribute, whatever its
+                    # value, and appends its children at the end of the parent:
+                    # marking a signature's inlines turned ``axis=-1`` into
+                    # ``=axis-1``. So an inline is marked only if it already is
+                    # a placeholder for translation (docfields make those).
+                    if not isinstance(inner, nodes.inline) or "translatable" in inner:
+                        inner["translatable"] = False
 
 
 # --- 4. Chinese search ---------------------------------------------------------
