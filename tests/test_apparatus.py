@@ -298,7 +298,7 @@ def test_every_public_function_appears_in_the_built_api_reference_with_its_docst
     assert not undocumented, f"docstring summary not shown: {undocumented}"
     # the Chinese edition keeps the docstrings in English: same signatures
     zh = (built_book / "zh" / "api.html").read_text(encoding="utf-8")
-    for qualname, obj in _public_callables():
+    for qualname, _ in _public_callables():
         shown = re.search(rf'id="{re.escape(qualname)}">(.*?)</dt>', zh, re.S)
         english = re.search(rf'id="{re.escape(qualname)}">(.*?)</dt>', api, re.S)
         assert shown and re.sub(r"<[^>]+>", "", shown.group(1)) == re.sub(
