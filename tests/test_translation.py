@@ -9,7 +9,8 @@ what must not be translated, glossary terms carried over, the glue fix.
 - Where an English page links a glossary term, the Chinese page shows the
   term's Chinese name.
 - tools/sphinx_i18n.py: a translated message with a glue role renders the
-  glued number (and without the extension the same build fails).
+  glued number (and without the extension the same build fails); a figure
+  on a Chinese page has its translated alt text.
 """
 from __future__ import annotations
 
@@ -203,6 +204,42 @@ def test_linked_glossary_terms_appear_in_chinese(built_book):
             if names and not any(n in zh_text for n in names):
                 missing.setdefault(name, []).append(f"{term} ({'/'.join(names)})")
     assert not missing, json.dumps(missing, ensure_ascii=False, indent=1)
+
+
+# --- figure alt text ------------------------------------------------------------
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def _figure_alts(page: Path) -> list[str]:
+    """Alt texts of the figures in a page's article. Explorer frames
+    (``.attn-explorer``) are left out: they are raw HTML written by the kernel,
+    not a message, so they keep their English alt text in both editions."""
+    from bs4 import BeautifulSoup
+    article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one(
+        "article.bd-article")
+    return [img["alt"] for img in article.find_all("img", alt=True)
+            if not img.find_parent(class_=re.compile(r"^attn-explorer"))]
+
+
+def test_figure_alt_text_is_translated(built_book):
+    """Each figure on a Chinese chapter page has the catalogue's translation of
+    its English alt text (tools/sphinx_i18n.py, piece 5); the English pages
+    keep the English."""
+    wrong, count = [], 0
+    for zh_page in sorted((built_book / "zh" / "chapters").glob("*.html")):
+        english = _figure_alts(built_book / "chapters" / zh_page.name)
+        chinese = _figure_alts(zh_page)
+        catalogue = messages(LOCALE / "chapters" / zh_page.with_suffix(".po").name)
+        assert len(english) == len(chinese), zh_page.name
+        count += len(english)
+        for en, zh in zip(english, chinese, strict=True):
+            want = catalogue[en].string if en in catalogue else None
+            if CJK.search(en) or not want or zh != want or not CJK.search(zh):
+                wrong.append(f"{zh_page.name}: {en[:60]!r} -> {zh[:40]!r}")
+    assert count >= 40, f"only {count} figures found"
+    assert not wrong, f"{len(wrong)} figures without their translated alt text:\n" + \
+        "\n".join(wrong)
 
 
 # --- the glue fix -------------------------------------------------------------

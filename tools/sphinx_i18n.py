@@ -1,8 +1,8 @@
 """Sphinx extension: what the Chinese edition (a gettext translation) needs.
 
-Only prose is translated (locales/zh_CN/LC_MESSAGES/*.po); code, outputs,
-glued numbers and figures come from the same executed notebooks. Four
-pieces, each a few lines:
+Only prose and the figures' alt text are translated
+(locales/zh_CN/LC_MESSAGES/*.po); code, outputs, glued numbers and figures
+come from the same executed notebooks. Six pieces, each a few lines:
 
 1. Glue roles in translated messages. myst-nb parses a notebook with a
    notebook renderer that holds the notebook's glue data, stores it on the
@@ -35,17 +35,17 @@ pieces, each a few lines:
    ``**中文**`` of glossary.md) is given to jieba (``html_search_options``),
    and the Chinese search language below keeps one-character words that
    the dictionary lists.
-5. Figure alt text. A figure is a cell output; its alt text lives in the
-   cell's metadata (``mystnb.image.alt``), and myst-nb makes the image node
-   only in a post-transform (SelectMimeType), after Sphinx's translation and
-   after the uids that the gettext builder needs. A post-transform right
-   after it puts these alt texts into the page's catalogue (gettext builder)
-   and translates them from it (other builders), like any other message:
-   untranslated, a figure keeps its English alt text. (Explorer frames are
-   raw HTML outputs and keep their English alt text.) NOT YET WORKING, so
-   off by default (``book_translate_alt_text``): with it on, a gettext run
-   still produced no alt-text messages (measured once, not investigated);
-   the figures' alt text stays English for now.
+5. Figure alt text. A figure is a cell output (image/png beside text/plain);
+   its alt text comes from the cell's metadata (``mystnb.image.alt``) and is
+   on the image node from the start, so Sphinx's ``Locale`` transform
+   translates it like any other message. It was never extracted: myst-nb's
+   post-transform SelectMimeType keeps one representation per output, by the
+   builder's priority list, and for the gettext builder that list has no
+   image type, so it kept text/plain and dropped the image node before the
+   builder collected the messages. Ranking the image types first for the
+   gettext builder, as the HTML builder does (``nb_mime_priority_overrides``,
+   at config-inited), puts the alt texts into the page's catalogue. Explorer
+   frames are raw HTML made by the kernel and keep their English alt text.
 6. The language switch: every page gets a link to the same page in the other
    edition (``book_language_switch`` = (label, relative prefix), set by
    tools/build_book.py), rendered by _templates/language-switch.html. The
@@ -59,7 +59,6 @@ from pathlib import Path
 from docutils import nodes
 from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
-from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
@@ -220,31 +219,17 @@ def register_search_language() -> None:
 BookSearchChinese = None
 
 
-# --- 5. figure alt text from cell outputs ----------------------------------
+# --- 5. figure alt text -------------------------------------------------------
 
-class TranslateOutputAltText(SphinxPostTransform):
-    """Catalogue (gettext) or translate (html) the alt text of output images."""
+#: in the HTML builder's order, ahead of myst-nb's gettext list (text/latex 10,
+#: text/markdown 20, text/plain 30), which has no image type
+IMAGE_TYPES = {"image/svg+xml": 4, "image/png": 5, "image/gif": 6, "image/jpeg": 7}
 
-    default_priority = 10          # after myst-nb's SelectMimeType (4)
 
-    def run(self, **kwargs) -> None:
-        images = [i for i in self.document.findall(nodes.image) if i.get("alt")]
-        if not images or not self.config.book_translate_alt_text:
-            return
-        if self.app.builder.name == "gettext":
-            for image in images:
-                image.uid = ""     # Catalog.add skips nodes without one
-            return
-        if not self.config.language or self.config.language == "en":
-            return
-        from sphinx.locale import init as init_locale
-        from sphinx.util.i18n import docname_to_domain
-        dirs = [str(self.env.srcdir / d) for d in self.config.locale_dirs]
-        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
-        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
-        if has_catalog:
-            for image in images:
-                image["alt"] = catalog.gettext(image["alt"])
+def _extract_figures(app, config) -> None:
+    """Let the gettext builder keep an output's image (and its alt text)."""
+    config.nb_mime_priority_overrides = [*config.nb_mime_priority_overrides,
+                                         *(("gettext", t, p) for t, p in IMAGE_TYPES.items())]
 
 
 # --- theme strings -------------------------------------------------------------
@@ -285,10 +270,9 @@ def setup(app):
     register_search_language()
     app.connect("config-inited", _search_dictionary)
     app.connect("config-inited", _theme_catalogue_overrides)
+    app.connect("config-inited", _extract_figures)
     app.add_transform(TranslateTocCaptions)
     app.add_transform(KeepAutodocUntranslated)
-    app.add_post_transform(TranslateOutputAltText)
     app.add_config_value("book_language_switch", None, "html")
-    app.add_config_value("book_translate_alt_text", False, "env")
     app.connect("html-page-context", add_language_switch)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
