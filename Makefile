@@ -29,7 +29,7 @@ book: $(STAMP)
 	$(BIN)/python -m tools.build_book
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -rP
+	$(BIN)/python -m pytest -n 2 --dist loadgroup -rP --durations=20
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters $(if $(filter 0,$(shell id -u)),--allow-root)
