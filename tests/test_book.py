@@ -226,9 +226,10 @@ def search_results(browser, base_url: str, query: str) -> list[str]:
     from urllib.parse import quote
     page = browser.new_page()
     page.goto(f"{base_url}/search.html?q={quote(query)}")
+    # Sphinx lists the results one at a time (5 ms apart) and writes the summary
+    # ("Search finished, found N page(s)...") only after the last one
     page.wait_for_function("() => document.querySelector('#search-results p.search-summary')"
-                           " && !document.querySelector('#search-progress')?.innerText",
-                           timeout=30000)
+                           "?.innerText.trim()", timeout=30000)
     hrefs = page.eval_on_selector_all("#search-results ul.search li a",
                                       "els => els.map(a => a.getAttribute('href'))")
     page.close()
