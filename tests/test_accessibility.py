@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_book import built_pages, editions
+from test_book import built_pages, editions, goto_settled
 
 from tools.project import ROOT, serve
 
@@ -48,14 +48,7 @@ def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):
     context = browser.new_context(viewport={"width": width, "height": 900},
                                   color_scheme=scheme)
     page = context.new_page()
-    page.goto(url, wait_until="load")
-    page.wait_for_load_state("networkidle")
-    page.evaluate("""async () => {
-        if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-            await MathJax.startup.promise;
-        }
-        await document.fonts.ready;
-    }""")
+    goto_settled(page, url)
     return context, page
 
 
@@ -208,8 +201,7 @@ def test_every_page_shows_exactly_one_search_field_on_desktop_and_phone(
         context = browser.new_context(viewport={"width": width, "height": 900})
         page = context.new_page()
         for page_path in built_pages(built_book):
-            page.goto(f"{book_server}/{page_path}", wait_until="load")
-            page.wait_for_load_state("networkidle")      # index.html redirects
+            goto_settled(page, f"{book_server}/{page_path}")
             fields = page.evaluate(VISIBLE_SEARCH_FIELDS)
             assert len(fields) == 1, f"{page_path} at {width} px: search fields {fields}"
         context.close()
@@ -244,10 +236,7 @@ def test_no_page_scrolls_sideways_at_390_px(built_book, book_server, browser):
     page = context.new_page()
     problems, explorers = {}, 0
     for page_path in built_pages(built_book):
-        page.goto(f"{book_server}/{page_path}", wait_until="load")
-        page.wait_for_load_state("networkidle")
-        page.evaluate("async () => { if (window.MathJax && MathJax.startup) "
-                      "await MathJax.startup.promise; }")
+        goto_settled(page, f"{book_server}/{page_path}")
         found = page.evaluate(OVERFLOW)
         if found["scrollWidth"] > found["clientWidth"] or found["clipped"]:
             problems[page_path] = found
@@ -368,7 +357,7 @@ def test_every_page_over_http_gets_no_404_and_has_a_favicon(built_book, recordin
     page.on("pageerror", lambda e: errors.append(str(e)))
     for page_path in built_pages(built_book):
         page.goto(f"{base}/{page_path}", wait_until="load")
-        page.wait_for_load_state("networkidle")
+        page.wait_for_load_state("networkidle")   # the favicon request comes after load
         icon = page.evaluate("""async () => { const l = document.querySelector("link[rel~=icon]");
             if (!l) return null;
             const r = await fetch(l.href); return [r.status, r.headers.get('content-type')]; }""")
