@@ -20,9 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import io
 import json
-import os
 import struct
 import zlib
 from collections.abc import Callable, Sequence
@@ -52,12 +50,8 @@ __all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
 # live frame and the book's frame for the same value are the same picture (a
 # chapter with several explorers stays under 3 MB at 72 dpi).
 DPI = 72
-# Set (to "1") by the book's build: render every frame for the kernel-free slider.
-STATIC_ENV = "ATTNBOOK_STATIC"
-
-
-def _static_build() -> bool:
-    return os.environ.get(STATIC_ENV, "") not in ("", "0")
+STATIC_ENV = plots.STATIC_ENV
+_static_build = plots.static_build
 
 
 def _png_of_canvas(canvas: FigureCanvasAgg) -> bytes:
@@ -88,20 +82,8 @@ def _png_full_redraw(fig: Figure) -> bytes:
 
 
 def _png_palette(fig: Figure) -> bytes:
-    """The whole figure as a 256-colour palette PNG (the book's static frames).
-
-    About a third of the bytes of a full-colour PNG, and the same picture for
-    plots drawn from a few colour maps.
-    """
-    from PIL import Image
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, facecolor="white", metadata={"Software": None},
-                pil_kwargs={"compress_level": 9})
-    palette = Image.open(buf).convert("RGB").quantize(
-        colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    out = io.BytesIO()
-    palette.save(out, format="PNG", optimize=True)
-    return out.getvalue()
+    """The whole figure as a palette PNG at `DPI` (the book's static frames)."""
+    return plots.palette_png(fig, DPI)
 
 
 class Explorer:

@@ -9,10 +9,14 @@ Figures are plain `matplotlib.figure.Figure` objects, not pyplot figures, so
 there is no hidden list of open figures. So that Jupyter shows a returned
 Figure as a picture even when pyplot was never imported, importing this
 module inside IPython registers a PNG formatter for Figure (the one
-`%matplotlib inline` would register) unless one is registered already.
+`%matplotlib inline` would register) unless one is registered already. In
+the book's build (``ATTNBOOK_STATIC=1``, see `STATIC_ENV`) it writes 256-colour
+palette PNGs instead, about a third of the bytes, so pages load faster.
 """
 from __future__ import annotations
 
+import io
+import os
 from collections.abc import Sequence
 
 import matplotlib
@@ -39,6 +43,32 @@ MAX_INDEX_TICKS = 12
 
 
 DPI = 110
+# Set (to "1") by the book's build (tools/build_book.py, tests/nbrun.py): figures
+# are written for the static HTML book, explorers render every frame.
+STATIC_ENV = "ATTNBOOK_STATIC"
+
+
+def static_build() -> bool:
+    """True in the book's build: ``ATTNBOOK_STATIC`` is set and not "0"."""
+    return os.environ.get(STATIC_ENV, "") not in ("", "0")
+
+
+def palette_png(fig: Figure, dpi: float, **savefig_kw) -> bytes:
+    """`fig` as a 256-colour palette PNG on white, for the HTML book.
+
+    About a third of the bytes of a full-colour PNG, and the same picture for
+    plots drawn from a few colour maps (101 KB -> 31 KB for chapter 11's
+    encoding heatmap).
+    """
+    from PIL import Image
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None},
+                pil_kwargs={"compress_level": 1}, **savefig_kw)
+    palette = Image.open(buf).convert("RGB").quantize(
+        colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    out = io.BytesIO()
+    palette.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
 def _register_ipython_png() -> None:
@@ -51,6 +81,9 @@ def _register_ipython_png() -> None:
         return
     png = shell.display_formatter.formatters["image/png"]
     if Figure in png.type_printers:
+        return
+    if static_build():
+        png.for_type(Figure, lambda fig: palette_png(fig, DPI, bbox_inches="tight"))
         return
     from IPython.core.pylabtools import print_figure
     png.for_type(Figure, lambda fig: print_figure(fig, "png", dpi=DPI))

@@ -112,6 +112,18 @@ def check_page(browser, base_url: str, page_path: str) -> dict:
     return report
 
 
+def test_book_figures_are_palette_pngs(built_book):
+    """In the book's build attnbook.plots writes figures as 256-colour palette
+    PNGs (ATTNBOOK_STATIC), about a third of the bytes of full-colour ones."""
+    from PIL import Image
+    names = {m for page in (built_book / "chapters").glob("*.html")
+             for m in re.findall(r'src="\.\./_images/([^"]+\.png)"', page.read_text("utf-8"))}
+    images = sorted(built_book / "_images" / n for n in names)
+    assert len(images) >= 40, f"only {len(images)} figures on the chapter pages"
+    full = [p.name for p in images if Image.open(p).mode != "P"]
+    assert not full, f"{len(full)} of {len(images)} figures are not palette PNGs: {full[:5]}"
+
+
 def test_every_page_loads_offline_with_no_errors_and_rendered_math(built_book, book_server,
                                                                     browser):
     reports = [check_page(browser, book_server, p) for p in built_pages(built_book)]
