@@ -31,11 +31,16 @@ SETTLE = """async () => {
         await MathJax.startup.promise;
     }
     await document.fonts.ready;
+    // colour transitions (the theme's links and buttons) must end before
+    // anything measures colours
+    await Promise.all(document.getAnimations()
+        .filter(a => a.effect && a.effect.getComputedTiming().iterations !== Infinity)
+        .map(a => a.finished.catch(() => null)));
 }"""
 
 
 def goto_settled(page, url: str):
-    """Open `url` and wait until the page's MathJax and fonts have settled.
+    """Open `url` and wait until the page's MathJax, fonts and transitions have settled.
 
     The two index.html pages redirect (a meta refresh) to intro.html; for them
     wait for the page they lead to. Waiting for network idle instead costs at
