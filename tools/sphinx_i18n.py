@@ -2,7 +2,7 @@
 
 Only prose and the figures' alt text are translated
 (locales/zh_CN/LC_MESSAGES/*.po); code, outputs, glued numbers and figures
-come from the same executed notebooks. Six pieces, each a few lines:
+come from the same executed notebooks. Seven pieces, each a few lines:
 
 1. Glue roles in translated messages. myst-nb parses a notebook with a
    notebook renderer that holds the notebook's glue data, stores it on the
