@@ -50,10 +50,6 @@ __all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
 # live frame and the book's frame for the same value are the same picture (a
 # chapter with several explorers stays under 3 MB at 72 dpi).
 DPI = 72
-STATIC_ENV = plots.STATIC_ENV
-_static_build = plots.static_build
-
-
 def _png_of_canvas(canvas: FigureCanvasAgg) -> bytes:
     """What the canvas last drew, as an RGB PNG, written for speed (live frames).
 
@@ -294,12 +290,13 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
     def _repr_mimebundle_(self, include=None, exclude=None):
         """What Jupyter displays: only the form the front end will show.
 
-        In the book's build (``ATTNBOOK_STATIC=1``, see `STATIC_ENV`) the
-        kernel-free slider over every frame; elsewhere the live widget, with
+        In the book's build (``ATTNBOOK_STATIC=1``, see
+        `attnbook.plots.STATIC_ENV`) the kernel-free slider over every frame;
+        elsewhere the live widget, with
         the current frame as 'text/html' for front ends without ipywidgets.
         """
         plain = f"<Explorer over {self.name}: {len(self.values)} values>"
-        if _static_build():
+        if plots.static_build():
             return {"text/html": self.to_html(), "text/plain": plain}
         bundle = {}
         try:

@@ -57,8 +57,7 @@ def palette_png(fig: Figure, dpi: float, **savefig_kw) -> bytes:
     """`fig` as a 256-colour palette PNG on white, for the HTML book.
 
     About a third of the bytes of a full-colour PNG, and the same picture for
-    plots drawn from a few colour maps (101 KB -> 31 KB for chapter 11's
-    encoding heatmap).
+    plots drawn from a few colour maps.
     """
     from PIL import Image
     buf = io.BytesIO()

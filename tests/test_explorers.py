@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from attnbook import explorers as ex
+from attnbook import plots
 from tools.explorer_cases import KINDS, make
 
 
@@ -97,7 +98,7 @@ def rgb(png: bytes) -> np.ndarray:
 
 
 def test_the_book_build_gets_every_frame_and_no_widget(monkeypatch):
-    monkeypatch.setenv(ex.STATIC_ENV, "1")
+    monkeypatch.setenv(plots.STATIC_ENV, "1")
     e = make("temperature")
     bundle = e._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" not in bundle
@@ -109,9 +110,9 @@ def test_the_book_build_gets_every_frame_and_no_widget(monkeypatch):
 @pytest.mark.parametrize("unset", ["delete", "0", ""])
 def test_a_live_kernel_gets_the_widget_and_only_the_current_frame(monkeypatch, unset):
     if unset == "delete":
-        monkeypatch.delenv(ex.STATIC_ENV, raising=False)
+        monkeypatch.delenv(plots.STATIC_ENV, raising=False)
     else:
-        monkeypatch.setenv(ex.STATIC_ENV, unset)
+        monkeypatch.setenv(plots.STATIC_ENV, unset)
     e = make("dk")
     calls = []
     monkeypatch.setattr(ex, "_png_palette", lambda fig: calls.append(fig) or b"")
@@ -126,7 +127,7 @@ def test_a_live_kernel_gets_the_widget_and_only_the_current_frame(monkeypatch, u
 
 
 def test_without_ipywidgets_a_live_kernel_still_shows_the_current_frame(monkeypatch):
-    monkeypatch.delenv(ex.STATIC_ENV, raising=False)
+    monkeypatch.delenv(plots.STATIC_ENV, raising=False)
     monkeypatch.setitem(sys.modules, "ipywidgets", None)     # import ipywidgets fails
     e = make("temperature")
     bundle = e._repr_mimebundle_()
