@@ -37,15 +37,7 @@ def run(nb: nbformat.NotebookNode, where: str, cwd: Path) -> nbformat.NotebookNo
     """Execute `nb` in place in a fresh kernel as the build does; on failure,
     name the cell."""
     isolate_removed_cells(nb)
-    saved = os.environ.get("ATTNBOOK_STATIC")
-    os.environ["ATTNBOOK_STATIC"] = "1"      # the kernel inherits it, as in the book's build
-    try:
-        err = execute_notebook(nb, cwd).err
-    finally:
-        if saved is None:
-            del os.environ["ATTNBOOK_STATIC"]
-        else:
-            os.environ["ATTNBOOK_STATIC"] = saved
+    err = execute_notebook(nb, cwd).err       # with the build's kernel environment
     if err is not None:
         code = [c for c in nb.cells if c.cell_type == "code"]
         failed = next((i for i, c in enumerate(code)
