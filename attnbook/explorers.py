@@ -27,8 +27,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FormatStrFormatter, MaxNLocator
 
 from . import plots
 from ._checks import (
@@ -82,6 +83,25 @@ def _png_palette(fig: Figure) -> bytes:
     return plots.palette_png(fig, DPI)
 
 
+def _steady_ticks(target, smallest_top: float, nbins: int = 4) -> None:
+    """Ticks at 1, 2 or 5 x 10^k on `target` (an Axis, or a Colorbar, which
+    keeps its own locator and formatter), all labelled with the decimals that
+    the smallest range over the frames, [0, smallest_top], needs. The labels
+    keep one width as the slider moves, so the layout frozen at the first
+    value fits every frame (with the default formatter, 0.05 became 0.075
+    and ran off the figure)."""
+    locator = MaxNLocator(nbins, steps=[1, 2, 5, 10])
+    # a step is at least smallest_top / nbins >= 10**-decimals, so it is a
+    # multiple of 10**-decimals and every label is exact
+    decimals = max(0, int(np.ceil(-np.log10(smallest_top / nbins))))
+    formatter = FormatStrFormatter(f"%.{decimals}f")
+    if isinstance(target, Colorbar):
+        target.locator, target.formatter = locator, formatter
+    else:
+        target.set_major_locator(locator)
+        target.set_major_formatter(formatter)
+
+
 class Explorer:
     """One figure, one parameter, a list of values to slide over.
 
@@ -105,7 +125,8 @@ class Explorer:
     index : int, optional
         The value shown first, in ``[0, n_values - 1]``. Default 0.
     description : str, optional
-        The frames' alt text. Default ``"Figure for <name>"``.
+        What the figure shows: the start of every frame's alt text (see
+        `frame_alt`). Default ``"Figure for <name>"``.
     dynamic : sequence of matplotlib artists, optional
         The artists `update` changes (whole Axes allowed). The live form
         draws everything else once and then redraws only these (blitting);
@@ -240,11 +261,31 @@ class Explorer:
         list of bytes, length n_values
             One PNG per value, in order.
         """
+        return [png for png, _ in self._frames_with_alt()]
+
+    def frame_alt(self) -> str:
+        """The current frame's alt text: the description, the value, and the
+        figure's changing titles (which carry the frame's numbers).
+
+        Returns
+        -------
+        str
+            E.g. ``"<description>. bandwidth = 5: bandwidth h = 5, MSE ..."``.
+        """
+        fig = self.figure
+        titles = {id(t) for t in (fig._suptitle, *(ax.title for ax in fig.axes)) if t is not None}
+        shown = [a.get_text() for a in self.dynamic
+                 if id(a) in titles and a.get_visible() and a.get_text().strip()]
+        return (f"{self.description}. {self.name} = {self.labels[self.index]}"
+                + (": " + "; ".join(shown) if shown else ""))
+
+    def _frames_with_alt(self) -> list[tuple[bytes, str]]:
+        """(palette PNG, alt text) for every value; the figure is left as it was."""
         self._static_mode()
         current, out = self.index, []
         for i in range(len(self.values)):
             self.show(i)
-            out.append(_png_palette(self.figure))
+            out.append((_png_palette(self.figure), self.frame_alt()))
         self.show(current)
         return out
 
@@ -257,10 +298,12 @@ class Explorer:
             HTML: an ``<input type="range">``, an ``<output>`` with the
             value, and an ``<img>`` whose inline PNG frames a small script swaps.
         """
-        uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f in self.frames()]
+        frames = self._frames_with_alt()
+        uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f, _ in frames]
+        alts = [a for _, a in frames]
         uid = "attnx-" + hashlib.sha1((self.name + uris[0]).encode()).hexdigest()[:10]
         labels = [f"{self.name} = {lab}" for lab in self.labels]
-        alt = html.escape(self.description, quote=True)
+        alt = html.escape(alts[self.index], quote=True)
         return f"""<div class="attn-explorer" id="{uid}">
 <div class="attn-controls"><label for="{uid}-r">{html.escape(self.name)}</label>
 <input type="range" id="{uid}-r" min="0" max="{len(uris) - 1}" step="1" value="{self.index}" \
@@ -269,12 +312,14 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
 <img id="{uid}-i" src="{uris[self.index]}" alt="{alt}">
 <script type="application/json" id="{uid}-f">{json.dumps(uris)}</script>
 <script type="application/json" id="{uid}-l">{html.escape(json.dumps(labels), quote=False)}</script>
+<script type="application/json" id="{uid}-a">{html.escape(json.dumps(alts), quote=False)}</script>
 <script>(function () {{
   var id = "{uid}", r = document.getElementById(id + "-r"), o = document.getElementById(id + "-o"),
       im = document.getElementById(id + "-i"),
       f = JSON.parse(document.getElementById(id + "-f").textContent),
-      l = JSON.parse(document.getElementById(id + "-l").textContent);
-  function show() {{ var k = +r.value; im.src = f[k]; o.textContent = l[k];
+      l = JSON.parse(document.getElementById(id + "-l").textContent),
+      a = JSON.parse(document.getElementById(id + "-a").textContent);
+  function show() {{ var k = +r.value; im.src = f[k]; im.alt = a[k]; o.textContent = l[k];
                      r.setAttribute("aria-valuetext", l[k]); }}
   r.addEventListener("input", show); r.addEventListener("change", show);
 }})();</script>
@@ -285,7 +330,7 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
         uri = "data:image/png;base64," + base64.b64encode(self.render_live()).decode()
         label = html.escape(f"{self.name} = {self.labels[self.index]}")
         return (f'<div class="attn-explorer-frame"><p>{label}</p>'
-                f'<img src="{uri}" alt="{html.escape(self.description, quote=True)}"></div>')
+                f'<img src="{uri}" alt="{html.escape(self.frame_alt(), quote=True)}"></div>')
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         """What Jupyter displays: only the form the front end will show.
@@ -364,7 +409,15 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
     step_scaled = ax_hist.stairs(np.zeros(40), edges, label="q·k / √d_k", color="#2166ac")
     ax_hist.set_xlabel("score")
     ax_hist.set_ylabel("density")
-    ax_hist.yaxis.set_major_locator(MaxNLocator(4))
+    histograms = []                     # per d_k: bin edges, raw and scaled densities
+    for d_k, raw in zip(d_ks, stats["scores"]):
+        width = max(4.0, 4 * np.sqrt(d_k))
+        e = np.linspace(-width, width, 41)
+        scaled = np.clip(raw / np.sqrt(d_k), -width, width)
+        histograms.append((e, np.histogram(raw, e, density=True)[0],
+                           np.histogram(scaled, e, density=True)[0]))
+    tops = [1.1 * max(h[2].max(), 1e-9) for h in histograms]
+    _steady_ticks(ax_hist.yaxis, min(tops))
     # the legend sits in the static note panel, so a slider move redraws less text
     ax_note.legend(handles=[step_raw, step_scaled], loc="upper left", bbox_to_anchor=(0, 1.05),
                    fontsize=8, title="score histograms (top left)", title_fontsize=8,
@@ -390,14 +443,12 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
 
     def update(i: int) -> None:
         d_k, raw = d_ks[i], stats["scores"][i]
-        width = max(4.0, 4 * np.sqrt(d_k))
-        e = np.linspace(-width, width, 41)
-        step_raw.set_data(np.histogram(raw, e, density=True)[0], e)
         scaled = raw / np.sqrt(d_k)
-        hist_scaled = np.histogram(np.clip(scaled, -width, width), e, density=True)[0]
+        e, hist_raw, hist_scaled = histograms[i]
+        step_raw.set_data(hist_raw, e)
         step_scaled.set_data(hist_scaled, e)
-        ax_hist.set_xlim(-width, width)
-        ax_hist.set_ylim(0, 1.1 * max(hist_scaled.max(), 1e-9))
+        ax_hist.set_xlim(e[0], e[-1])
+        ax_hist.set_ylim(0, tops[i])
         im_raw.set_data(softmax(raw[:nq, :nk], axis=1))
         im_scaled.set_data(softmax(scaled[:nq, :nk], axis=1))
         for m in markers:
@@ -624,6 +675,7 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
     ax_w.set_xticks([])
     ax_w.set_yticks([])
     im = ax_w.images[0]
+    _steady_ticks(im.colorbar, min(w.max() for _, w in fits), nbins=5)
     title = fig.suptitle("")
 
     def update(i: int) -> None:
@@ -725,9 +777,12 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
                        f"{np.ptp(added[i]):.2f} (added)")
 
     return Explorer("offset", offsets, [str(o) for o in offsets], fig, update, index,
-                    "Attention score of one query and one key against their offset, for "
-                    "rotary embeddings (one curve whatever the query position) and for "
-                    "added sinusoidal encodings (a different curve at each position)",
+                    "Left: the attention score of one query and one key against their "
+                    "offset, one curve per query position, for rotary embeddings (the "
+                    "curves coincide) and for added sinusoidal encodings (a different curve "
+                    "at each position), a vertical line at the chosen offset. Right: the "
+                    "score at that offset for each query position, flat for rotary "
+                    "embeddings and varying for added sinusoids",
                     dynamic=[marker, line_rope, line_added, title])
 
 

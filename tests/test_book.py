@@ -162,7 +162,8 @@ def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, br
 
 def test_static_explorer_sliders_respond_to_the_keyboard(built_book, book_server, browser):
     """Every explorer in the book: focus its slider, press an arrow key, and
-    check that the visible frame and the value label change."""
+    check that the visible frame, the value label and the frame's alt text
+    (which names the value) change."""
     pages = [p for p in built_pages(built_book)
              if 'class="attn-explorer"' in (built_book / p).read_text(errors="replace")]
     assert pages, "no page of the book contains an explorer"
@@ -176,12 +177,16 @@ def test_static_explorer_sliders_respond_to_the_keyboard(built_book, book_server
             box = slider.locator("xpath=ancestor::div[contains(@class,'attn-explorer')]")
             image, label = box.locator("img"), box.locator("output")
             before = (image.get_attribute("src"), label.inner_text())
+            alt_before = image.get_attribute("alt")
             at_max = slider.get_attribute("value") == slider.get_attribute("max")
             slider.focus()
             page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
             after = (image.get_attribute("src"), label.inner_text())
             assert after[0] != before[0], f"{page_path}: explorer {k}: the frame did not change"
             assert after[1] != before[1], f"{page_path}: explorer {k}: the label did not change"
+            alt = image.get_attribute("alt")
+            assert alt != alt_before and after[1].split(" = ")[-1] in alt, \
+                f"{page_path}: explorer {k}: the alt text {alt!r} does not follow {after[1]!r}"
             assert image.evaluate("i => i.complete && i.naturalWidth > 0")
             moved += 1
         page.close()

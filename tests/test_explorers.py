@@ -261,3 +261,66 @@ def test_training_explorer_inputs_are_checked():
         ex.explore_training([0, 1], w, [[1.0, 0.5]])
     with pytest.raises(TypeError, match="steps"):
         ex.explore_training(None, w, [1.0, 0.5])
+
+
+def text_outside_the_figure(fig) -> list[str]:
+    """What of `fig` reaches past the figure's edge: each Axes (colorbars
+    included) with everything it draws (tick labels, titles, axis labels,
+    legends), and the figure's own texts; as 'what (by how many pixels)'."""
+    renderer = fig.canvas.get_renderer()
+    frame = fig.bbox
+    out = []
+    parts = [(f"axes {i} ({ax.get_title() or ax.get_ylabel() or ax.get_label()!s})",
+              ax.get_tightbbox(renderer)) for i, ax in enumerate(fig.axes) if ax.get_visible()]
+    parts += [(repr(t.get_text()), t.get_window_extent(renderer))
+              for t in fig.texts if t.get_visible() and t.get_text().strip()]
+    for what, box in parts:
+        if box is None:
+            continue
+        past = max(frame.x0 - box.x0, box.x1 - frame.x1, frame.y0 - box.y0, box.y1 - frame.y1)
+        if past > 0.5:
+            out.append(f"{what} (by {past:.1f} px)")
+    return out
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_frame_keeps_all_its_text_inside_the_figure(kind):
+    """The layout is frozen at the first value shown; labels that grow at
+    another value (colorbar ticks, titles) must still fit in every frame."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    e = make(kind)
+    FigureCanvasAgg(e.figure)
+    clipped = {}
+    for i in range(len(e.values)):
+        e.show(i)
+        e.figure.canvas.draw()
+        if found := text_outside_the_figure(e.figure):
+            clipped[e.labels[i]] = found
+    assert not clipped, f"{kind}: text cut off at the figure's edge: {clipped}"
+
+
+def test_the_clipping_check_sees_text_past_the_edge():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    fig = plots.new_figure(3.0, 2.0)[0]
+    fig.set_layout_engine("none")
+    fig.text(0.9, 0.5, "a label running off the right edge")
+    FigureCanvasAgg(fig).draw()
+    assert text_outside_the_figure(fig)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_frame_has_alt_text_naming_its_value_and_its_numbers(kind, monkeypatch):
+    """The static slider carries one alt text per frame: the description,
+    the value and the frame's title, and its script swaps them with the frames."""
+    e = make(kind)
+    page = e.to_html()
+    alts = json.loads(re.search(r'id="attnx-[0-9a-f]+-a">(.*?)</script>', page).group(1))
+    assert len(alts) == len(e.values) == len(set(alts)), "one distinct alt text per frame"
+    for alt, label in zip(alts, e.labels, strict=True):
+        assert alt.startswith(e.description) and f"{e.name} = {label}" in alt
+    e.show(len(e.values) - 1)
+    assert e.frame_alt() == alts[-1]
+    title = e.figure._suptitle or next(ax.title for ax in e.figure.axes
+                                       if any(ax.title is a for a in e.dynamic))
+    assert title.get_text() in alts[-1]
+    assert "im.alt = a[k]" in page
