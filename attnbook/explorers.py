@@ -410,7 +410,7 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
     ax_hist.set_xlabel("score")
     ax_hist.set_ylabel("density")
     histograms = []                     # per d_k: bin edges, raw and scaled densities
-    for d_k, raw in zip(d_ks, stats["scores"]):
+    for d_k, raw in zip(d_ks, stats["scores"], strict=True):
         width = max(4.0, 4 * np.sqrt(d_k))
         e = np.linspace(-width, width, 41)
         scaled = np.clip(raw / np.sqrt(d_k), -width, width)
