@@ -18,6 +18,18 @@ def test_ruff_finds_no_problems_in_attnbook_tests_tools_and_chapters():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_chapters_code_is_formatted_to_the_width_the_book_shows():
+    """`ruff format` with chapters/ruff.toml (76 characters) leaves every
+    chapter as it is: code cells fit the book's code box without scrolling."""
+    proc = subprocess.run([sys.executable, "-m", "ruff", "format", "--check", "--no-cache",
+                           "chapters"], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    long = [(path.name, line) for path in chapter_notebooks()
+            for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"
+            for line in cell.source.splitlines() if len(line) > 76]
+    assert not long, long
+
+
 def test_ruff_config_selects_pyflakes_and_bugbear_including_b015():
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
                            "--stdin-filename", "probe.py", "-"],
