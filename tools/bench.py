@@ -4,7 +4,8 @@ Prints one table, each budget with the measured figure and "MISSED" where it
 is not met, and writes it to _build/bench.json. Every figure is measured in
 this run; ratios compare two things measured side by side, so that they hold
 on a noisy shared machine. The builds run in a scratch copy of the book (the
-work tree, with its uncommitted changes); the work tree is never edited.
+work tree, with its uncommitted changes); the work tree's source is never
+edited. `make test` runs in the work tree, as CI runs it (CI=true).
 
     python -m tools.bench               # everything (about 10 minutes on 2 cores)
     python -m tools.bench --skip-test   # without the `make test` run
@@ -135,6 +136,51 @@ def bench_import() -> None:
         note=f"torch imported: {runs[0][1]}")
 
 
+#: What a chapter's kernel does before its first line of real work, one step
+#: at a time (run in this order in each fresh kernel).
+STARTUP_STEPS = [
+    ("import numpy", "import numpy"),
+    ("import torch", "import torch"),
+    ("import attnbook (matplotlib with it)", "import attnbook, attnbook.plots"),
+    ("import attnbook.explorers (ipywidgets)", "import attnbook.explorers"),
+    ("first figure shown", "fig, ax = attnbook.plots.new_figure(3, 2)\nax.plot([0, 1])\nfig"),
+]
+
+
+def bench_kernel_startup(kernels: int = 5) -> None:
+    """Where a notebook's first second goes: starting a kernel as the build
+    does (KERNEL_ENV, in chapters/), then each of STARTUP_STEPS; medians
+    over `kernels` fresh kernels."""
+    from jupyter_client.manager import start_new_kernel
+
+    from tools.build_book import kernel_environment
+    print(f"\nKernel start-up, median over {kernels} fresh kernels:", flush=True)
+    seconds: dict[str, list[float]] = {"start a kernel (until it answers)": []}
+    for _ in range(kernels):
+        with kernel_environment():
+            start = time.perf_counter()
+            manager, client = start_new_kernel(kernel_name="python3", cwd=str(ROOT / "chapters"),
+                                               stderr=subprocess.DEVNULL)
+            seconds["start a kernel (until it answers)"].append(time.perf_counter() - start)
+        try:
+            for name, code in STARTUP_STEPS:
+                start = time.perf_counter()
+                reply = client.execute_interactive(code, store_history=False,
+                                                   output_hook=lambda msg: None)
+                if reply["content"]["status"] != "ok":
+                    sys.exit(f"bench: {code!r} failed in a fresh kernel: {reply['content']}")
+                seconds.setdefault(name, []).append(time.perf_counter() - start)
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+    for name, samples in seconds.items():
+        row(f"kernel: {name}", statistics.median(samples), "s",
+            note=f"{min(samples):.2f} to {max(samples):.2f} s")
+    total = sum(statistics.median(s) for s in seconds.values())
+    row("kernel: start-up before a chapter's own work", total, "s",
+        note="the steps above, added up")
+
+
 def bench_explorers(moves: int = 50) -> None:
     from attnbook import explorers as ex
     from tools.explorer_cases import KINDS, make
@@ -217,14 +263,17 @@ def bench_pages(html: Path) -> None:
 
 
 def bench_make_test() -> None:
-    print("\nRunning `make test`:", flush=True)
+    """`make test` as CI runs it (.ci/run sets CI=true: the book is built
+    with every notebook executed afresh, and a missing browser fails)."""
+    print("\nRunning `make test` with CI=true, as .ci/run does:", flush=True)
     start = time.perf_counter()
-    proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "CI": "true"})
     elapsed = time.perf_counter() - start
     (ROOT / "_build" / "bench-make-test.log").write_text(proc.stdout + proc.stderr)
     summary = next((line.strip("= ") for line in reversed(proc.stdout.splitlines())
                     if " passed" in line or " failed" in line or " error" in line), "?")
-    row("make test", elapsed / 60, "min", limit=10,
+    row("make test (CI=true)", elapsed / 60, "min", limit=10,
         note=f"exit {proc.returncode}: {summary} (output: _build/bench-make-test.log)")
 
 
@@ -258,6 +307,7 @@ def main() -> None:
             bench_builds(book)
             html = book / "_build" / "html"
         bench_import()
+        bench_kernel_startup()
         bench_explorers()
         bench_attention_vs_torch()
         bench_pages(html)
