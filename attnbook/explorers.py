@@ -131,6 +131,10 @@ class Explorer:
         The artists `update` changes (whole Axes allowed). The live form
         draws everything else once and then redraws only these (blitting);
         empty means a full redraw on every move.
+    describe : callable, optional
+        ``describe(index)`` says in words what the frame for
+        ``values[index]`` shows (its numbers), for its alt text. Default:
+        the figure's changing titles.
 
     Raises
     ------
@@ -141,7 +145,7 @@ class Explorer:
 
     def __init__(self, name: str, values: Sequence, labels: Sequence[str], figure: Figure,
                  update: Callable[[int], None], index: int = 0, description: str = "",
-                 dynamic: Sequence = ()):
+                 dynamic: Sequence = (), describe: Callable[[int], str] | None = None):
         if len(values) != len(labels) or not len(values):
             raise ValueError(f"values and labels must be non-empty and of equal length; "
                              f"got {len(values)} values and {len(labels)} labels")
@@ -149,6 +153,7 @@ class Explorer:
         self.figure, self._update = figure, update
         self.description = description or f"Figure for {name}"
         self.dynamic = list(dynamic)
+        self._describe = describe
         self.index = index_into(index, len(self.values))
         self.slider = None          # the ipywidgets SelectionSlider, once widget() built it
         self._image = None          # the ipywidgets Image under it
@@ -264,20 +269,29 @@ class Explorer:
         return [png for png, _ in self._frames_with_alt()]
 
     def frame_alt(self) -> str:
-        """The current frame's alt text: the description, the value, and the
-        figure's changing titles (which carry the frame's numbers).
+        """The current frame's alt text: the description, the value, and what
+        the frame shows: `describe`'s words, or else the figure's changing
+        titles (which carry the frame's numbers), without a leading restatement
+        of the value.
 
         Returns
         -------
         str
-            E.g. ``"<description>. bandwidth = 5: bandwidth h = 5, MSE ..."``.
+            E.g. ``"<description>. d_k = 8: score std 2.81 unscaled, 0.99 scaled"``.
         """
-        fig = self.figure
-        titles = {id(t) for t in (fig._suptitle, *(ax.title for ax in fig.axes)) if t is not None}
-        shown = [a.get_text() for a in self.dynamic
-                 if id(a) in titles and a.get_visible() and a.get_text().strip()]
-        return (f"{self.description}. {self.name} = {self.labels[self.index]}"
-                + (": " + "; ".join(shown) if shown else ""))
+        value = f"{self.name} = {self.labels[self.index]}"
+        if self._describe is not None:
+            shown = [self._describe(self.index)]
+        else:
+            fig = self.figure
+            titles = {id(t) for t in (fig._suptitle, *(ax.title for ax in fig.axes))
+                      if t is not None}
+            shown = [a.get_text() for a in self.dynamic
+                     if id(a) in titles and a.get_visible() and a.get_text().strip()]
+            shown = [t.removeprefix(value).lstrip(":, ") if t.startswith(value) else t
+                     for t in shown]
+        shown = [t for t in shown if t]
+        return f"{self.description}. {value}" + (": " + "; ".join(shown) if shown else "")
 
     def _frames_with_alt(self) -> list[tuple[bytes, str]]:
         """(palette PNG, alt text) for every value; the figure is left as it was."""
@@ -516,9 +530,11 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
     ax.set_ylim(0, 1.15)                       # room for the "1.00" label above a full bar
     ax.set_ylabel("weight")
     ax.set_xlabel("keys")
-    ax.axhline(1 / len(s), color="grey", lw=0.8, ls=":")
-    ax.text(len(s) - 0.5, 1 / len(s), f" uniform (1/{len(s)})", color="grey", fontsize=8,
-            ha="right", va="bottom")
+    ax.axhline(1 / len(s), color="0.4", lw=0.8, ls=":")
+    # named in the right margin, where no bar's value label can run into it
+    ax.annotate(f"uniform\n(1/{len(s)})", xy=(1, 1 / len(s)), xycoords=("axes fraction", "data"),
+                xytext=(4, 0), textcoords="offset points", color="0.3", fontsize=9,
+                ha="left", va="center")
     texts = [ax.text(j, 0, "", ha="center", va="bottom", fontsize=9) for j in range(len(s))]
     title = ax.set_title("")
 
@@ -531,9 +547,15 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
         out = f", output = {w @ v:.2f}" if v is not None else ""
         title.set_text(f"{query}: temperature T = {temps[i]:g}{out}")
 
+    def describe(i: int) -> str:
+        w = softmax(s, temperature=temps[i])
+        weights = ", ".join(f"{name} {wj:.2f}" for name, wj in zip(labels, w, strict=True))
+        out = f"; output {w @ v:.2f}" if v is not None else ""
+        return f"{query}: weights {weights}{out}"
+
     return Explorer("T", temps, [f"{t:g}" for t in temps], fig, update, index,
                     "Softmax weights over the keys as the temperature changes",
-                    dynamic=[*bars, *texts, title])
+                    dynamic=[*bars, *texts, title], describe=describe)
 
 
 def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0,
@@ -773,7 +795,7 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
         marker.set_xdata([offsets[i], offsets[i]])
         line_rope.set_ydata(rope[i])
         line_added.set_ydata(added[i])
-        title.set_text(f"offset {offsets[i]}: spread over p {np.ptp(rope[i]):.1e} (RoPE), "
+        title.set_text(f"offset = {offsets[i]}: spread over p {np.ptp(rope[i]):.1e} (RoPE), "
                        f"{np.ptp(added[i]):.2f} (added)")
 
     return Explorer("offset", offsets, [str(o) for o in offsets], fig, update, index,

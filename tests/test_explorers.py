@@ -320,7 +320,21 @@ def test_each_frame_has_alt_text_naming_its_value_and_its_numbers(kind, monkeypa
         assert alt.startswith(e.description) and f"{e.name} = {label}" in alt
     e.show(len(e.values) - 1)
     assert e.frame_alt() == alts[-1]
-    title = e.figure._suptitle or next(ax.title for ax in e.figure.axes
-                                       if any(ax.title is a for a in e.dynamic))
-    assert title.get_text() in alts[-1]
+    value = f"{e.name} = {e.labels[-1]}"
+    assert alts[-1].count(value) == 1, f"the value is said once: {alts[-1]}"
+    if e._describe is not None:
+        assert alts[-1].endswith(e._describe(len(e.values) - 1))
+    else:
+        title = e.figure._suptitle or next(ax.title for ax in e.figure.axes
+                                           if any(ax.title is a for a in e.dynamic))
+        assert title.get_text().removeprefix(value).lstrip(":, ") in alts[-1]
     assert "im.alt = a[k]" in page
+
+
+def test_temperature_frames_alt_text_gives_every_weight_and_the_output():
+    e = ex.explore_temperature([2.0, 1.5, -1.0], ["apple", "banana", "chair"],
+                               values=[10.0, 5.0, 2.0], query="fruit", temperatures=[1.0])
+    w = np.exp([2.0, 1.5, -1.0]) / np.exp([2.0, 1.5, -1.0]).sum()
+    assert e.frame_alt() == (f"{e.description}. T = 1: fruit: weights apple {w[0]:.2f}, "
+                             f"banana {w[1]:.2f}, chair {w[2]:.2f}; "
+                             f"output {w @ [10.0, 5.0, 2.0]:.2f}")
