@@ -377,7 +377,7 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     adam = _Adam(list(model.parameters()), float(lr))
     losses, marks, shots = np.zeros(steps), [], []
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)            # same summation order, so same bits, everywhere
+    torch.set_num_threads(1)            # one summation order: the same bits on every run
     try:
         for step in range(steps + 1):
             if probe is not None and (step % snapshot_every == 0 or step == steps):

@@ -255,16 +255,21 @@ def test_no_page_scrolls_sideways_at_390_px(built_book, book_server, browser):
 
 
 def test_no_code_cell_scrolls_sideways_on_a_laptop(built_book, book_server, browser):
-    """At 1280 px every line of every shown code cell fits its box: the
-    chapters are formatted to 76 characters (chapters/ruff.toml), and this
-    checks that 76 is what the theme's code box really holds."""
+    """At 1280 px every line of every shown code cell, and of the code in every
+    opened solution, fits its box: the chapters are formatted to 76
+    characters (chapters/ruff.toml) and the prose's code to 68
+    (tests/test_repo.py), and this checks that the theme's boxes hold them."""
     context, page = open_page(browser, f"{book_server}/intro.html", width=DESKTOP)
     wide, cells = {}, 0
     for page_path in built_pages(built_book):
         if not page_path.startswith("chapters/"):
             continue
         goto_settled(page, f"{book_server}/{page_path}")
-        found = page.evaluate("""() => [...document.querySelectorAll('.cell_input pre')]
+        buttons = page.locator(".dropdown.admonition button.toggle-button")
+        for k in range(buttons.count()):
+            buttons.nth(k).click()
+        found = page.evaluate("""() => [...document.querySelectorAll(
+                '.cell_input pre, .dropdown.admonition pre')]
             .filter(pre => pre.clientWidth > 0)
             .map(pre => ({over: pre.scrollWidth - pre.clientWidth,
                           line: pre.innerText.split('\\n')
@@ -275,7 +280,8 @@ def test_no_code_cell_scrolls_sideways_on_a_laptop(built_book, book_server, brow
     context.close()
     assert cells > 100, f"only {cells} code cells found"
     assert not wide, json.dumps(wide, indent=1, ensure_ascii=False)
-    print(f"\n[laptop] {cells} code cells on the chapter pages fit 1280 px")
+    print(f"\n[laptop] {cells} code blocks (cells and opened solutions) on the chapter "
+          "pages fit 1280 px")
 
 
 # --- Chinese glyphs -------------------------------------------------------

@@ -12,7 +12,8 @@ pytestmark = pytest.mark.slow
 
 TABLE = {"apple": 10.0, "banana": 5.0, "chair": 2.0}
 VEC = {"fruit": (1.0, 0.5), "apple": (2.2, 1.2), "banana": (1.4, 2.0), "cherry": (0.6, 0.31),
-       "chair": (0.3, -2.0), "vegetable": (-0.5, 1.0), "carrot": (-0.7, 1.8)}
+       "chair": (0.3, -2.0), "vegetable": (-0.5, 1.0), "carrot": (-0.7, 1.8),
+       "broccoli": (-1.0, 1.6), "sofa": (0.7, -2.6)}
 
 
 def dot(a, b):
@@ -42,6 +43,23 @@ def test_ch3_dot_products_and_rankings():
     assert glued(g)["top_cos"].strip("'") == max(fruits, key=lambda w: cos(VEC["fruit"], VEC[w]))
     assert glued(g)["top_dot"] != glued(g)["top_cos"], "the example must show a disagreement"
     assert glued_float(g, "cos_cherry") == pytest.approx(cos(VEC["fruit"], VEC["cherry"]))
+
+
+def test_ch3_similarity_matrix_says_what_the_prose_says():
+    """Within-cluster blocks are large, fruit-furniture entries negative, and
+    short cherry's entries small: smaller with banana than banana's with carrot,
+    and smaller on its own diagonal than with apple."""
+    g = "03_word_vectors"
+    for a, b in (("apple", "banana"), ("carrot", "broccoli"), ("chair", "sofa")):
+        assert dot(VEC[a], VEC[b]) > 3
+    assert all(dot(VEC[f], VEC[c]) < 0
+               for f in ("apple", "banana", "cherry") for c in ("chair", "sofa"))
+    assert glued_float(g, "S_cherry_banana") == pytest.approx(dot(VEC["cherry"], VEC["banana"]))
+    assert glued_float(g, "S_banana_carrot") == pytest.approx(dot(VEC["banana"], VEC["carrot"]))
+    assert glued_float(g, "S_cherry_banana") < glued_float(g, "S_banana_carrot")
+    assert glued_float(g, "S_cherry_apple") == pytest.approx(dot(VEC["cherry"], VEC["apple"]))
+    assert glued_float(g, "S_cherry_cherry") == pytest.approx(dot(VEC["cherry"], VEC["cherry"]))
+    assert glued_float(g, "S_cherry_cherry") < glued_float(g, "S_cherry_apple")
 
 
 def test_ch3_analogy_lands_on_queen():
