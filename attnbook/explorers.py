@@ -310,7 +310,10 @@ class Explorer:
         -------
         str
             HTML: an ``<input type="range">``, an ``<output>`` with the
-            value, and an ``<img>`` whose inline PNG frames a small script swaps.
+            value, and an ``<img>`` whose inline PNG frames a small script
+            swaps, each with its alt text. The outer ``div`` carries the
+            description that starts every alt text as ``data-alt-lead``, for
+            the Chinese edition's build to translate (tools/sphinx_i18n.py).
         """
         frames = self._frames_with_alt()
         uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f, _ in frames]
@@ -318,7 +321,8 @@ class Explorer:
         uid = "attnx-" + hashlib.sha1((self.name + uris[0]).encode()).hexdigest()[:10]
         labels = [f"{self.name} = {lab}" for lab in self.labels]
         alt = html.escape(alts[self.index], quote=True)
-        return f"""<div class="attn-explorer" id="{uid}">
+        lead = html.escape(self.description, quote=True)
+        return f"""<div class="attn-explorer" id="{uid}" data-alt-lead="{lead}">
 <div class="attn-controls"><label for="{uid}-r">{html.escape(self.name)}</label>
 <input type="range" id="{uid}-r" min="0" max="{len(uris) - 1}" step="1" value="{self.index}" \
 aria-valuetext="{html.escape(labels[self.index], quote=True)}">

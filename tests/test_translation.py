@@ -214,7 +214,7 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 def _figure_alts(page: Path) -> list[str]:
     """Alt texts of the figures in a page's article. Explorer frames
     (``.attn-explorer``) are left out: they are raw HTML written by the kernel,
-    not a message, so they keep their English alt text in both editions."""
+    whose alt text is translated in part (see the next test but one)."""
     from bs4 import BeautifulSoup
     article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one(
         "article.bd-article")
@@ -240,6 +240,41 @@ def test_figure_alt_text_is_translated(built_book):
     assert count >= 40, f"only {count} figures found"
     assert not wrong, f"{len(wrong)} figures without their translated alt text:\n" + \
         "\n".join(wrong)
+
+
+def _explorers(page: Path) -> list[tuple[str, str, list[str]]]:
+    """(data-alt-lead, the image's alt, the script's alt texts) per explorer."""
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser")
+    return [(div["data-alt-lead"], div.find("img")["alt"],
+             json.loads(div.find("script", id=f"{div['id']}-a").string))
+            for div in soup.select("div.attn-explorer")]
+
+
+def test_explorer_frames_alt_text_starts_with_the_translated_description(built_book):
+    """Every explorer frame's alt text begins with the explorer's description:
+    English on the English page, the catalogue's translation on the Chinese
+    one (tools/sphinx_i18n.py, piece 8), in the first frame's image and in
+    the list of alt texts the slider swaps in."""
+    wrong, frames = [], 0
+    for zh_page in sorted((built_book / "zh" / "chapters").glob("*.html")):
+        english = _explorers(built_book / "chapters" / zh_page.name)
+        chinese = _explorers(zh_page)
+        assert len(english) == len(chinese), zh_page.name
+        catalogue = messages(LOCALE / "chapters" / zh_page.with_suffix(".po").name)
+        for (lead, alt, alts), (lead_zh, alt_zh, alts_zh) in zip(english, chinese,
+                                                                  strict=True):
+            frames += len(alts_zh)
+            want = catalogue[lead].string if lead in catalogue else None
+            ok = (want and CJK.search(want) and lead_zh == want
+                  and alt.startswith(lead + ". ") and alt_zh.startswith(want + "。")
+                  and all(a.startswith(lead + ". ") for a in alts)
+                  and all(a.startswith(want + "。") for a in alts_zh)
+                  and [a[len(lead) + 2:] for a in alts] == [a[len(want) + 1:] for a in alts_zh])
+            if not ok:
+                wrong.append(f"{zh_page.name}: {lead[:50]!r} -> {lead_zh[:30]!r}")
+    assert frames >= 40, f"only {frames} explorer frames found"
+    assert not wrong, "explorers without their translated alt text:\n" + "\n".join(wrong)
 
 
 # --- the glue fix -------------------------------------------------------------

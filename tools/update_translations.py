@@ -3,7 +3,8 @@ python -m tools.update_translations   (or `make translations`)
 
 1. extracts every translatable message of the book with Sphinx's gettext
    builder (through jupyter-book, with the book's own config, so the
-   notebooks' prose and the toc captions are included; autodoc output is
+   notebooks' prose and the toc captions are included; every page is read
+   afresh, so a changed extension takes effect; autodoc output is
    left out by tools/sphinx_i18n.py) into _build/gettext/;
 2. runs `sphinx-intl update -l zh_CN`, which adds new messages (empty),
    marks changed ones fuzzy (with the old translation as a starting point)
@@ -28,7 +29,7 @@ def extract_messages(output: Path) -> Path:
     proc = subprocess.run([sys.executable, "-c", build_book.JUPYTER_BOOK, "build", str(ROOT),
                            "--config", str(config),
                            "--builder", "custom", "--custom-builder", "gettext",
-                           "--path-output", str(output)],
+                           "--path-output", str(output), "--all"],
                           cwd=ROOT, text=True, capture_output=True)
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
