@@ -134,23 +134,29 @@ def patch_myst_nb_parser() -> None:
 
 # --- 2. toctree captions ------------------------------------------------------
 
+def page_catalogue(transform: SphinxTransform):
+    """The translations of the page `transform` is reading (a gettext
+    catalogue), or None in the English build or where the page has none."""
+    config = transform.config
+    if not config.language or config.language == "en":
+        return None
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+    dirs = [str(transform.env.srcdir / d) for d in config.locale_dirs]
+    domain = docname_to_domain(transform.env.docname, config.gettext_compact)
+    catalog, has_catalog = init_locale(dirs, config.language, domain)
+    return catalog if has_catalog else None
+
+
 class TranslateTocCaptions(SphinxTransform):
     """Translate toctree captions inserted by sphinx-external-toc (priority 100)."""
 
     default_priority = 105
 
     def apply(self, **kwargs) -> None:
-        if not self.config.language or self.config.language == "en":
-            return
-        from sphinx.locale import init as init_locale
-        from sphinx.util.i18n import docname_to_domain
         toctrees = [t for t in self.document.findall(addnodes.toctree) if t.get("caption")]
-        if not toctrees:
-            return
-        dirs = [str(self.env.srcdir / d) for d in self.config.locale_dirs]
-        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
-        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
-        if not has_catalog:
+        catalog = page_catalogue(self) if toctrees else None
+        if catalog is None:
             return
         for toctree in toctrees:
             toctree["caption"] = catalog.gettext(toctree["caption"])
@@ -289,29 +295,25 @@ class TranslateExplorerAltText(SphinxTransform):
         if not raws:
             return
         self.document[LEADS] = [(lead, raw.line) for raw, lead in raws]
-        if not self.config.language or self.config.language == "en":
-            return
-        from sphinx.locale import init as init_locale
-        from sphinx.util.i18n import docname_to_domain
-        dirs = [str(self.env.srcdir / d) for d in self.config.locale_dirs]
-        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
-        catalog, has_catalog = init_locale(dirs, self.config.language, domain)
-        if not has_catalog:
+        catalog = page_catalogue(self)
+        if catalog is None:
             return
         for raw, lead in raws:
             translated = catalog.gettext(lead)
             if translated == lead:
                 continue                    # not translated yet (the tests say so)
             (attr, js), (attr_t, js_t) = _in_explorer_html(lead), _in_explorer_html(translated)
+            # the lead ends a sentence: ". " in English, "。" in Chinese; it stands
+            # once in the attribute, once in the image's alt, once per frame in the list
+            swaps = [(f'data-alt-lead="{attr}"', f'data-alt-lead="{attr_t}"'),
+                     (f'alt="{attr}. ', f'alt="{attr_t}。'), (f'"{js}. ', f'"{js_t}。')]
             text = raw.astext()
-            # the lead ends a sentence: ". " in English, "。" in Chinese
-            new = (text.replace(f'data-alt-lead="{attr}"', f'data-alt-lead="{attr_t}"')
-                   .replace(f'alt="{attr}. ', f'alt="{attr_t}。')
-                   .replace(f'"{js}. ', f'"{js_t}。'))
-            if new.count("。") - text.count("。") < 2:
+            if [text.count(old) > 0 for old, _ in swaps] != [True] * 3:
                 LOG.warning("explorer alt text %r: its HTML is not as expected", lead,
                             location=raw)
-            raw.replace(raw[0], nodes.Text(new))
+            for old, new in swaps:
+                text = text.replace(old, new)
+            raw.replace(raw[0], nodes.Text(text))
 
 
 def _extract_explorer_alt_text(app, doctree: nodes.document, docname: str) -> None:
