@@ -3,8 +3,12 @@
 Taught in chapter 13. Task data come from numpy generators that take an
 `rng`; models are torch modules whose forward returns (logits, weights)
 explicitly, nothing stored on the module. Training runs on CPU with one
-thread and a seeded torch.Generator, so the same seed gives the same
-weights, bit for bit, on every run.
+thread and a seeded torch.Generator, so on one machine and torch build the
+same seed gives the same weights on every run. Another CPU, maths library
+or torch build may round some operations differently in the last bit, and
+hundreds of steps amplify that: what such a run shares with this one is
+what chapter 13 claims (the accuracy targets, the patterns the attention
+forms), not the last digits of its weights (tests/test_platforms.py).
 
 The two tasks:
 
@@ -334,7 +338,9 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13).
 
     Each step draws batch_size rows from a torch.Generator seeded with
-    `seed`, on one CPU thread, so a run is reproducible.
+    `seed`, on one CPU thread, so a run is reproducible on the same machine
+    and torch build (another CPU or maths library can give other last bits,
+    which training amplifies).
 
     Parameters
     ----------
@@ -377,7 +383,7 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     adam = _Adam(list(model.parameters()), float(lr))
     losses, marks, shots = np.zeros(steps), [], []
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)            # one summation order: the same bits on every run
+    torch.set_num_threads(1)            # one summation order: the same bits on every run here
     try:
         for step in range(steps + 1):
             if probe is not None and (step % snapshot_every == 0 or step == steps):

@@ -33,11 +33,12 @@ def isolate_removed_cells(nb: nbformat.NotebookNode) -> None:
             cell.source = f"exec({cell.source!r}, dict(globals()))"
 
 
-def run(nb: nbformat.NotebookNode, where: str, cwd: Path) -> nbformat.NotebookNode:
-    """Execute `nb` in place in a fresh kernel as the build does; on failure,
-    name the cell."""
+def run(nb: nbformat.NotebookNode, where: str, cwd: Path,
+        env: dict[str, str] | None = None) -> nbformat.NotebookNode:
+    """Execute `nb` in place in a fresh kernel as the build does (with `env`
+    on top of the build's kernel environment); on failure, name the cell."""
     isolate_removed_cells(nb)
-    err = execute_notebook(nb, cwd).err       # with the build's kernel environment
+    err = execute_notebook(nb, cwd, env).err
     if err is not None:
         code = [c for c in nb.cells if c.cell_type == "code"]
         failed = next((i for i, c in enumerate(code)

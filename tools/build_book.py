@@ -133,10 +133,12 @@ KERNEL_ENV = {"ATTNBOOK_STATIC": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THRE
 
 
 @contextlib.contextmanager
-def kernel_environment():
-    """Set KERNEL_ENV in os.environ (which a new kernel inherits), then restore it."""
-    saved = {name: os.environ.get(name) for name in KERNEL_ENV}
-    os.environ.update(KERNEL_ENV)
+def kernel_environment(extra: dict[str, str] | None = None):
+    """Set KERNEL_ENV, then `extra`, in os.environ (which a new kernel
+    inherits), and restore it afterwards."""
+    wanted = {**KERNEL_ENV, **(extra or {})}
+    saved = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
     try:
         yield
     finally:
@@ -147,16 +149,18 @@ def kernel_environment():
                 os.environ[name] = value
 
 
-def execute_notebook(nb, cwd: Path):
+def execute_notebook(nb, cwd: Path, env: dict[str, str] | None = None):
     """Execute the notebook `nb` in place in a fresh kernel, as the build does
     (jupyter-cache's executor function, with _config.yml's `execute`
     settings and KERNEL_ENV); returns jupyter-cache's ExecutionResult
     (`.err`: the exception of a failed cell, or None; `.time`: seconds).
     The kernel is stopped at once when the last cell is done (nbclient's
-    default asks it to shut down and waits, about 0.4 s per notebook)."""
+    default asks it to shut down and waits, about 0.4 s per notebook).
+    `env`: variables set for this kernel on top of KERNEL_ENV (the tests
+    emulate other machines with them)."""
     from jupyter_cache.executors.utils import single_nb_execution
     settings = config()["execute"]
-    with kernel_environment():
+    with kernel_environment(env):
         return single_nb_execution(nb, cwd=str(cwd), timeout=settings["timeout"],
                                    allow_errors=settings["allow_errors"], meta_override=True,
                                    shutdown_kernel="immediate")
