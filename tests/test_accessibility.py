@@ -44,7 +44,7 @@ def recording_server(built_book):
 
 def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):
     """A new context at `width` px in `scheme` mode; returns (context, page)
-    once the page, its images and MathJax have settled."""
+    once the page, its images and fonts have settled."""
     context = browser.new_context(viewport={"width": width, "height": 900},
                                   color_scheme=scheme)
     page = context.new_page()
@@ -211,14 +211,17 @@ def test_every_page_shows_exactly_one_search_field_on_desktop_and_phone(
 
 OVERFLOW = """() => {
     const root = document.documentElement, vw = root.clientWidth, bad = [];
+    // inside a box that scrolls, or clips (KaTeX's SVG strokes for roots and
+    // braces are drawn wide and cut to size by such a box), nothing sticks out
     const scrolls = e => { for (let a = e.parentElement; a && a !== root; a = a.parentElement) {
         const o = getComputedStyle(a).overflowX;
-        if ((o === 'auto' || o === 'scroll') && a.getBoundingClientRect().right <= vw + 1)
+        if (['auto', 'scroll', 'hidden', 'clip'].includes(o)
+                && a.getBoundingClientRect().right <= vw + 1)
             return true; }
         return false; };
     for (const e of document.querySelectorAll('.bd-article *')) {
         const r = e.getBoundingClientRect();
-        if (e.closest('mjx-assistive-mml')) continue;    // MathJax's visually hidden copy
+        if (e.closest('.katex-mathml')) continue;    // KaTeX's visually hidden MathML copy
         if (r.width > 1 && r.right > vw + 1 && !scrolls(e)) {
             bad.push(e.tagName.toLowerCase() + '.' + [...e.classList].join('.')
                      + ' right=' + Math.round(r.right));

@@ -27,9 +27,6 @@ def built_pages(html_dir):
 
 
 SETTLE = """async () => {
-    if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
-        await MathJax.startup.promise;
-    }
     await document.fonts.ready;
     // colour transitions (the theme's links and buttons) must end before
     // anything measures colours
@@ -40,7 +37,7 @@ SETTLE = """async () => {
 
 
 def goto_settled(page, url: str):
-    """Open `url` and wait until the page's MathJax, fonts and transitions have settled.
+    """Open `url` and wait until the page's fonts and transitions have settled.
 
     The two index.html pages redirect (a meta refresh) to intro.html; for them
     wait for the page they lead to. Waiting for network idle instead costs at
@@ -62,8 +59,8 @@ def editions(html_dir):
 def test_strict_build_produces_a_page_for_every_toc_entry(built_book):
     for name in toc_files():
         assert (built_book / f"{name}.html").is_file(), f"no page for {name}"
-    assert (built_book / "_static" / "mathjax" / "tex-chtml.js").is_file(), \
-        "MathJax was not vendored into the build (is npm installed?)"
+    assert (built_book / "_static" / "katex" / "katex.min.css").is_file(), \
+        "KaTeX's stylesheet was not vendored into the build (are Node.js and npm installed?)"
 
 
 def test_no_built_page_references_another_host(built_book):
@@ -103,7 +100,7 @@ def check_page(browser, base_url: str, page_path: str) -> dict:
     page.on("response", lambda r: r.status >= 400 and report["bad_status"].append(
         f"{r.status} {r.url}"))
     goto_settled(page, f"{base_url}/{page_path}")
-    report["math"] = page.evaluate("() => document.querySelectorAll('mjx-container').length")
+    report["math"] = page.evaluate("() => document.querySelectorAll('.katex').length")
     report["broken_images"] = page.evaluate("""async () => {
         const imgs = [...document.images];
         imgs.forEach(i => { i.loading = 'eager'; });
@@ -142,7 +139,7 @@ def test_every_page_loads_offline_with_no_errors_and_rendered_math(built_book, b
           f"{errors} console errors, {sum(r['math'] for r in reports)} formulas rendered")
     assert not problems, json.dumps(problems, indent=1)
     intro = next(r for r in reports if r["page"] == "intro.html")
-    assert intro["math"] > 0, "the introduction's equation was not rendered by MathJax"
+    assert intro["math"] > 0, "the introduction's equation was not typeset by KaTeX"
 
 
 def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, browser):
@@ -290,3 +287,50 @@ def test_chinese_search_finds_the_right_chapters(built_book, book_server, browse
     assert expected, f"no page is about {query}: is the Chinese edition translated?"
     found = search_results(browser, f"{book_server}/zh", query)
     assert expected <= set(found), f"search for {query} lists {found}, not {sorted(expected)}"
+
+
+MATH_WITHOUT_SCRIPTS = """async () => {
+    await document.fonts.ready;
+    const math = [...document.querySelectorAll('.bd-article span.math, .bd-article div.math')];
+    const unset = math.filter(m => {
+        const html = m.querySelector('.katex-html');
+        return !html || html.getBoundingClientRect().width < 1;
+    });
+    const text = (document.querySelector('main') || document.body).innerText;
+    const katexFonts = [...document.fonts].filter(
+        f => f.family.replace(/"/g, '').startsWith('KaTeX_') && f.status === 'loaded');
+    return {formulas: math.length, unset: unset.slice(0, 3).map(m => m.textContent.slice(0, 60)),
+            errors: document.querySelectorAll('.katex-error').length,
+            scripts: [...document.scripts].filter(s => /katex|mathjax/i.test(s.src)).length,
+            text, fonts: katexFonts.map(f => f.family)};
+}"""
+
+
+def test_math_reads_with_javascript_off_in_both_editions(built_book, book_server, browser):
+    """Formulas are typeset when the book is built: with JavaScript off,
+    every formula of every page of both editions is laid out by KaTeX's
+    HTML in KaTeX's fonts (served by the book), no TeX source shows, and no
+    page loads a maths script."""
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    pages, formulas, fonts, problems = 0, 0, set(), {}
+    for folder, names in editions(built_book):
+        prefix = "" if folder == built_book else "zh/"
+        for name in names:
+            if name.rsplit("/", 1)[-1] == "index.html":
+                continue                    # a redirect to intro.html, checked there
+            page.goto(f"{book_server}/{prefix}{name}", wait_until="load")
+            r = page.evaluate(MATH_WITHOUT_SCRIPTS)
+            raw = [t for t in RAW_TEX if t in r["text"]]
+            if r["unset"] or r["errors"] or r["scripts"] or raw:
+                problems[prefix + name] = {"unset": r["unset"], "errors": r["errors"],
+                                           "scripts": r["scripts"], "raw_tex": raw}
+            if r["formulas"] and not r["fonts"]:
+                problems[prefix + name] = "formulas but no KaTeX font loaded"
+            pages, formulas = pages + 1, formulas + r["formulas"]
+            fonts.update(r["fonts"])
+    context.close()
+    print(f"\n[no-js] {pages} pages, {formulas} formulas typeset without JavaScript, "
+          f"KaTeX fonts used: {len(fonts)}")
+    assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)
+    assert formulas > 500, f"only {formulas} formulas found: is the maths still typeset?"

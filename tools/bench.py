@@ -240,26 +240,57 @@ def bench_attention_vs_torch(rounds: int = 4, n: int = 10) -> None:
 
 # --- reading: page weight ----------------------------------------------------
 
+MATH_VISIBLE = """() => {
+    // formulas are typeset in the HTML, so they show once KaTeX's fonts are in
+    const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+    const fonts = performance.getEntriesByType('resource')
+        .filter(r => r.name.includes('/katex/fonts/')).map(r => r.responseEnd);
+    return {fcp: fcp ? fcp.startTime : null, fonts: fonts.length ? Math.max(...fonts) : 0,
+            formulas: document.querySelectorAll('.katex').length};
+}"""
+
+
+def page_load(browser, url: str, javascript: bool) -> tuple[list[int], dict]:
+    """(body sizes of everything loaded, MATH_VISIBLE's timings) for one visit."""
+    context = browser.new_context(java_script_enabled=javascript)
+    page = context.new_page()
+    loaded: list[int] = []
+    page.on("requestfinished",
+            lambda r: loaded.append(r.sizes()["responseBodySize"]))
+    page.goto(url, wait_until="networkidle")
+    timings = page.evaluate(MATH_VISIBLE)
+    context.close()
+    return loaded, timings
+
+
 def bench_pages(html: Path) -> None:
     chromium = find_chromium()
     if not (html.is_dir() and chromium):
         print("\n(page weights need a built book and Chromium)")
         return
     from playwright.sync_api import sync_playwright
-    print("\nPage weight: everything Chromium loads for the page, nothing cached:", flush=True)
+    print("\nPage weight: everything Chromium loads for the page, nothing cached, with "
+          "JavaScript on (budget) and off; math visible: when the page's formulas can "
+          "show (first paint, or the last KaTeX font if later):", flush=True)
+    visible = []
     with serve(html) as (base, _), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         for page_path in sorted((html / "chapters").glob("*.html")):
-            context = browser.new_context()
-            page = context.new_page()
-            loaded: list[int] = []
-            page.on("requestfinished",
-                    lambda r, loaded=loaded: loaded.append(r.sizes()["responseBodySize"]))
-            page.goto(f"{base}/chapters/{page_path.name}", wait_until="networkidle")
-            row(f"page {page_path.stem}", sum(loaded) / 1e6, "MB", limit=3,
+            url = f"{base}/chapters/{page_path.name}"
+            loaded, t = page_load(browser, url, javascript=True)
+            row(f"page {page_path.stem}", sum(loaded) / 1e6, "MB", limit=2,
                 note=f"HTML {page_path.stat().st_size / 1e6:.2f} MB + {len(loaded) - 1} assets")
-            context.close()
+            off, _ = page_load(browser, url, javascript=False)
+            row(f"page {page_path.stem}, JavaScript off", sum(off) / 1e6, "MB",
+                note=f"{len(off)} requests")
+            if t["fcp"] is not None:
+                visible.append(max(t["fcp"], t["fonts"]))
+                row(f"page {page_path.stem}: math visible", visible[-1], "ms",
+                    note=f"{t['formulas']} formulas; first paint {t['fcp']:.0f} ms")
         browser.close()
+    if visible:
+        row("math visible, slowest chapter page", max(visible), "ms", limit=1000,
+            note="served from localhost; formulas are typeset at build time")
 
 
 def bench_make_test() -> None:

@@ -1,8 +1,11 @@
 """Build the HTML book strictly: python -m tools.build_book [--all] [--force].
 
-- vendors MathJax from npm (package.json / package-lock.json) into _vendor/,
-  which _config.yml serves as _static/mathjax; without npm it falls back to
-  the CDN copy and says what is lost;
+- vendors KaTeX's stylesheet and fonts from npm (package.json /
+  package-lock.json) into _vendor/, which _config.yml serves as
+  _static/katex; the formulas are typeset at build time by KaTeX in Node.js
+  (sphinxcontrib-katex), so pages run no maths script. Without Node.js it
+  falls back to typesetting in the browser with a CDN stylesheet and says
+  what is lost;
 - runs `jupyter-book build -W -n --keep-going`, so any warning, unresolved
   reference or failing cell fails the build;
 - executes the notebooks that the cache lacks one per core, longest first
@@ -40,17 +43,27 @@ import yaml
 from tools.project import ROOT, book_config, config, toc_notebooks
 
 VENDOR = ROOT / "_vendor"
-MATHJAX_CDN = "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-chtml.js"
+#: What a build without Node.js falls back to: KaTeX's stylesheet from a CDN,
+#: with the formulas typeset in the reader's browser (sphinxcontrib-katex
+#: ships the scripts).
+KATEX_CDN_CSS = "https://cdn.jsdelivr.net/npm/katex@0.16.22/dist/katex.min.css"
 
 
 def log(msg: str) -> None:
     print(f"[build_book] {msg}", flush=True)
 
 
-def vendor_mathjax() -> bool:
-    """Copy MathJax from node_modules into _vendor/mathjax; False if impossible."""
-    target = VENDOR / "mathjax"
-    source = ROOT / "node_modules" / "mathjax" / "es5"
+def vendor_katex() -> bool:
+    """Copy KaTeX's stylesheet and its WOFF2 fonts from node_modules into
+    _vendor/katex (served as _static/katex); False without Node.js and npm.
+
+    The formulas themselves are typeset while the book is built (KaTeX in
+    Node.js, through sphinxcontrib-katex's prerendering), so no page runs a
+    maths script. The stylesheet keeps only the WOFF2 source of each font:
+    every browser the book supports reads WOFF2, and a browser fetches a
+    font only when a page uses it."""
+    target = VENDOR / "katex"
+    source = ROOT / "node_modules" / "katex" / "dist"
     npm = shutil.which("npm")
     lock = ROOT / "package-lock.json"
     stamp = ROOT / "node_modules" / ".package-lock.json"
@@ -59,16 +72,19 @@ def vendor_mathjax() -> bool:
         log("installing pinned JavaScript assets with `npm ci`")
         subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
                        cwd=ROOT, check=True)
-    if not source.is_dir():
+    if not source.is_dir() or not shutil.which("node"):
         return False
-    if not (target / "tex-chtml.js").exists() or \
-            (target / "tex-chtml.js").stat().st_mtime < (source / "tex-chtml.js").stat().st_mtime:
+    css = target / "katex.min.css"
+    if not css.exists() or css.stat().st_mtime < (source / "katex.min.css").stat().st_mtime:
         shutil.rmtree(target, ignore_errors=True)
-        # sre (speech) and the SVG / MathML-input bundles are never loaded
-        shutil.copytree(source, target, ignore=shutil.ignore_patterns(
-            "sre", "*svg*", "mml-*", "tex-mml-*", "*-speech.js", "node-main.js"))
+        shutil.rmtree(VENDOR / "mathjax", ignore_errors=True)     # what older builds vendored
+        (target / "fonts").mkdir(parents=True)
+        for font in (source / "fonts").glob("*.woff2"):
+            shutil.copy2(font, target / "fonts" / font.name)
+        text = (source / "katex.min.css").read_text(encoding="utf-8")
+        text = re.sub(r',url\(fonts/[^)]+\.(?:woff|ttf)\) format\("(?:woff|truetype)"\)', "", text)
+        css.write_text(text, encoding="utf-8")
     return True
-
 
 
 def attnbook_digest() -> str:
@@ -97,7 +113,8 @@ def effective_config(offline: bool) -> Path:
     conf = book_config()
     if not offline:
         sphinx = conf["sphinx"]["config"]
-        sphinx["mathjax_path"] = MATHJAX_CDN
+        sphinx["katex_prerender"] = False
+        sphinx["katex_css_path"] = KATEX_CDN_CSS
         sphinx["html_static_path"] = [p for p in sphinx["html_static_path"] if p != "_vendor"]
     out = ROOT / "_build" / "_config.effective.yml"
     out.parent.mkdir(exist_ok=True)
@@ -357,11 +374,12 @@ def main() -> int:
                         help="skip the Chinese edition (_build/html/zh)")
     args = parser.parse_args()
     force = args.force or os.environ.get("CI") == "true"
-    offline = vendor_mathjax()
+    offline = vendor_katex()
     if not offline:
-        log("WARNING: npm is not available, so MathJax could not be installed locally. "
-            "The book is built with MathJax from a CDN: its equations render only "
-            "while the reader is online, and the browser tests will fail. "
+        log("WARNING: Node.js/npm is not available, so the formulas cannot be typeset "
+            "while the book is built. They are typeset in the reader's browser instead, "
+            "with KaTeX's stylesheet and fonts from a CDN: equations render only while "
+            "the reader is online and has JavaScript on, and the browser tests will fail. "
             "Install Node.js/npm and run `make book` again for an offline book.")
     os.environ["ATTNBOOK_STATIC"] = "1"   # kernels inherit it: explorers render every frame
     invalidate_cache_if_attnbook_changed()
@@ -400,7 +418,7 @@ def main() -> int:
         log(f"both editions built in {time.perf_counter() - start:.0f} s")
     stamp.write_text(inputs)        # both builds passed: the next may update in place
     if not offline:
-        log("reminder: this build loads MathJax from a CDN (npm was missing)")
+        log("reminder: this build loads KaTeX's stylesheet from a CDN (Node.js/npm was missing)")
     return 0
 
 
