@@ -14,24 +14,60 @@ import numpy as np
 def as_real(x, name: str) -> np.ndarray:
     """Return `x` as a float64 array, or raise TypeError naming `name`.
 
-    bool, signed and unsigned integers and all float widths are accepted and
-    cast to float64 first (so uint8 arithmetic can never wrap around).
-    Strings, complex numbers, objects and None are refused.
+    bool, signed and unsigned integers and all float widths (torch's
+    bfloat16 and float16 too) are accepted and cast to float64 first (so
+    uint8 arithmetic can never wrap around). Strings, complex numbers,
+    times, objects, None and masked arrays (whose mask would be lost) are
+    refused, and so is a longdouble beyond float64's range.
     """
     if x is None:
         raise TypeError(f"{name} must be an array of real numbers, got None")
-    if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor
-        x = x.detach().cpu().numpy()
+    x = to_numpy(x, name)
+    if isinstance(x, np.ma.MaskedArray) and np.ma.getmaskarray(x).any():
+        raise TypeError(f"{name} must be a plain array; got a numpy masked array whose mask "
+                        f"would be ignored. Pass the mask as a boolean mask argument "
+                        f"(True = may attend) or fill it, e.g. {name}.filled(-np.inf)")
     try:
         a = np.asarray(x)
     except (ValueError, TypeError) as err:  # ragged nested lists, for instance
         raise TypeError(f"{name} must be an array of real numbers; "
                         f"numpy could not read it as one ({err})") from None
-    if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer) \
-            or np.issubdtype(a.dtype, np.floating):
-        return a.astype(np.float64)
+    if a.dtype.kind in "biuf":
+        out = a.astype(np.float64)
+        if a.dtype.kind == "f" and a.dtype.itemsize > 8:       # longdouble
+            lost = np.isfinite(a) & ~np.isfinite(out)
+            if lost.any():
+                where = tuple(int(i) for i in np.argwhere(lost)[0])
+                raise ValueError(f"{name} holds {a[where]} at index {where} of shape "
+                                 f"{a.shape}, finite but beyond float64's range "
+                                 f"(about 1.8e308), in which attnbook computes; rescale "
+                                 f"{name}")
+        return out
     raise TypeError(f"{name} must be an array of real numbers, got dtype "
                     f"{a.dtype} (value {_short(a)})")
+
+
+def to_numpy(x, name: str):
+    """A torch tensor as a numpy array (bfloat16 widened to float32); anything else as is."""
+    if not (hasattr(x, "detach") and hasattr(x, "numpy")):
+        return x
+    x = x.detach().cpu()
+    if getattr(x, "is_sparse", False):
+        x = x.to_dense()
+    try:
+        return x.numpy()
+    except (TypeError, RuntimeError):                # bfloat16 and float8 have no numpy twin
+        if x.dtype.is_floating_point:
+            return x.float().numpy()
+        raise TypeError(f"{name} must be an array of real numbers, got a tensor of dtype "
+                        f"{x.dtype}") from None
+
+
+def flag(x, name: str) -> bool:
+    """Return `x` if it is True or False; anything else ("no", 0, None) is a TypeError."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(x).__name__} {x!r}")
+    return bool(x)
 
 
 def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> None:
@@ -116,8 +152,8 @@ def as_distribution(w, name: str) -> np.ndarray:
     with the row length and with the precision of the dtype that arrived), or
     be all 0: the weights of a fully masked query.
     """
-    if hasattr(w, "detach") and hasattr(w, "numpy"):  # a torch tensor
-        w = w.detach().cpu().numpy()
+    bfloat16 = str(getattr(w, "dtype", "")) == "torch.bfloat16"    # eps 2**-7
+    w = to_numpy(w, name)
     arrived = getattr(w, "dtype", None)
     a = as_real(w, name)
     require_ndim(a, name, ">=1", "(..., n)")
@@ -129,7 +165,7 @@ def as_distribution(w, name: str) -> np.ndarray:
         where = tuple(int(i) for i in np.argwhere(a < 0)[0])
         raise ValueError(f"{name} must be probabilities (each >= 0); found {a[where]} at "
                          f"index {where} of {name} with shape {a.shape}")
-    eps = np.finfo(arrived).eps if arrived is not None and \
+    eps = 2.0 ** -7 if bfloat16 else np.finfo(arrived).eps if arrived is not None and \
         np.issubdtype(arrived, np.floating) else np.finfo(np.float64).eps
     tol = max(1e-9, 8 * eps * np.sqrt(a.shape[-1]))
     totals = a.sum(axis=-1)
@@ -145,9 +181,7 @@ def as_distribution(w, name: str) -> np.ndarray:
 
 def as_mask(mask, name: str, target_shape: tuple[int, ...]) -> np.ndarray:
     """Return a boolean mask broadcast to `target_shape` (True = may attend)."""
-    if hasattr(mask, "detach") and hasattr(mask, "numpy"):
-        mask = mask.detach().cpu().numpy()
-    m = np.asarray(mask)
+    m = np.asarray(to_numpy(mask, name))
     if m.dtype != np.bool_:
         raise TypeError(f"{name} must be boolean (True = may attend), got dtype "
                         f"{m.dtype}; for 0/1 values use {name}.astype(bool), and "
@@ -199,13 +233,17 @@ def positive_int(n, name: str) -> int:
     return integer_at_least(n, name, 1)
 
 
-def index_into(index, n: int, name: str = "index") -> int:
-    """Return `index` if it is an integer in [0, n - 1], else raise naming `name`."""
-    _integer(index, name, f"an integer in [0, {n - 1}]")
-    if not 0 <= index < n:
-        raise ValueError(f"{name} must lie in [0, {n - 1}] (one of the {n} values), "
+def index_into(index, n: int, name: str = "index", negative: bool = False) -> int:
+    """Return `index` if it is an integer in [0, n - 1], else raise naming `name`.
+
+    With ``negative=True``, -n..-1 count from the end, as in Python's lists.
+    """
+    low = -n if negative else 0
+    _integer(index, name, f"an integer in [{low}, {n - 1}]")
+    if not low <= index < n:
+        raise ValueError(f"{name} must lie in [{low}, {n - 1}] (one of the {n} values), "
                          f"got {index}")
-    return int(index)
+    return int(index) % n
 
 
 def require_finite_scores(scores: np.ndarray, allowed: np.ndarray | None, what: str) -> None:
@@ -217,7 +255,8 @@ def require_finite_scores(scores: np.ndarray, allowed: np.ndarray | None, what: 
     """
     bad = ~np.isfinite(scores)
     if allowed is not None:
-        bad &= allowed
+        bad = bad & allowed                       # allowed may add batch axes
+        scores = np.broadcast_to(scores, bad.shape)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(f"the scores overflow float64: score {where} (query row "
