@@ -160,3 +160,43 @@ def check_dot_product_inputs(queries, keys, values):
     if keys.shape[-1] == 0:
         raise ValueError(f"d_k must be at least 1; got keys of shape {tuple(keys.shape)}")
 
+
+
+def widened(x: torch.Tensor) -> torch.Tensor:
+    """float16 and bfloat16 as float64 (torch's own reductions use float32): a sum
+    of 70 000 float16 ones overflows, and bfloat16 keeps 8 bits, so the sums of
+    the softmax and of weights @ values are done wide. Other dtypes as they are."""
+    return x.double() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def require_no_underflow(weights: torch.Tensor, allowed: torch.Tensor, dtype) -> None:
+    """A row with an allowed key must not round to all zeros in `dtype` (float16 holds
+    no weight below 6e-8, so 1/n_k vanishes for n_k > 3e7): that is the masked answer."""
+    lost = (weights.to(dtype) == 0).all(-1) & allowed.any(-1)
+    if lost.any():
+        raise ValueError(f"the weights underflow {dtype}: with n_k = {weights.shape[-1]} "
+                         f"keys every weight of query row {tuple(torch.nonzero(lost)[0].tolist())}"
+                         f" rounds to 0; use float32")
+
+
+def check_cache_append(cache_k, k, v) -> None:
+    """k and v (batch, n_heads, n_new, d_head), alike, and matching the cache's cache_k."""
+    k = float_tensor(k, "k", 4, "(batch, n_heads, n_new, d_head)")
+    v = float_tensor(v, "v", 4, "(batch, n_heads, n_new, d_head)")
+    if k.dim() != 4 or v.shape != k.shape:
+        raise ValueError(f"k and v must have the same shape (batch, n_heads, n_new, d_head); "
+                         f"got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    require_same_dtype(k, "k", v=v)
+    if cache_k is not None:
+        if k.shape[:2] != cache_k.shape[:2] or k.shape[-1] != cache_k.shape[-1]:
+            raise ValueError(f"k must have shape (batch, n_heads, n_new, d_head) = "
+                             f"({cache_k.shape[0]}, {cache_k.shape[1]}, n_new, "
+                             f"{cache_k.shape[-1]}) to join the cache; got {tuple(k.shape)}")
+        require_same_dtype(cache_k, "the cached keys", k=k)
+
+
+def require_finite_result(x: torch.Tensor, what: str) -> None:
+    """Raise ValueError if an intermediate of a module overflowed to inf or NaN."""
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{what} overflows {x.dtype}: it holds inf or NaN, though the "
+                         f"input was finite; rescale the input, or use float64")
