@@ -39,6 +39,8 @@ from ._checks import (
     positive_number,
     require_finite,
     require_ndim,
+    rope_offset_args,
+    training_args,
 )
 from .analysis import dk_statistics
 from .core import scaled_dot_product_attention, softmax
@@ -756,6 +758,8 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
         The slider over the offsets.
     """
     from .positions import rotate, sinusoidal_positions
+    d, max_offset, n_positions, base, seed, index = rope_offset_args(
+        d, max_offset, n_positions, base, seed, index)
     rng = np.random.default_rng(seed)
     q, k = rng.normal(size=(2, d))                                       # (d,), (d,)
     offsets = list(range(-max_offset, max_offset + 1))
@@ -793,7 +797,6 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
     ax_pos.set_ylim(lo - pad, hi + pad)
     ax_pos.legend(fontsize=8, loc="upper left")
     title = ax_pos.set_title("", fontsize=10)
-    index = offsets.index(min(3, max_offset)) if index is None else index
 
     def update(i: int) -> None:
         marker.set_xdata([offsets[i], offsets[i]])
@@ -834,7 +837,8 @@ def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = 
     col_labels : sequence of str, length n_k, optional
         Names of the keys.
     index : int
-        The snapshot shown first (default -1: the last, after training).
+        The snapshot shown first, in [-n_snapshots, n_snapshots - 1] (default
+        -1: the last, after training).
     title : str
         The heatmap's title.
 
@@ -843,16 +847,8 @@ def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = 
     Explorer
         The slider over the recorded steps.
     """
-    steps, losses = as_real(steps, "steps"), as_real(losses, "losses")
-    w = as_real(weights, "weights")
-    require_ndim(steps, "steps", (1,), "(n_snapshots,)")
-    require_ndim(w, "weights", (3,), "(n_snapshots, n_q, n_k)")
-    require_ndim(losses, "losses", (1,), "(n_steps,)")
-    if w.shape[0] != steps.shape[0]:
-        raise ValueError(f"weights must have one matrix per step: expected "
-                         f"({steps.shape[0]}, n_q, n_k); got {w.shape}")
+    steps, w, losses, index = training_args(steps, weights, losses, index)
     n_snap, n_q, n_k = w.shape
-    index = index % n_snap
     fig, (ax_w, ax_loss) = plots.new_figure(9.0, 3.2 + 0.18 * n_q, ncols=2,
                                             gridspec_kw={"width_ratios": [n_k + 2, 8]})
     plots.heatmap(w[index], ax=ax_w, row_labels=row_labels, col_labels=col_labels,

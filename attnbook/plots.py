@@ -23,7 +23,14 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from ._checks import as_real, positive_int, positive_number, require_finite, require_ndim
+from ._checks import (
+    as_real,
+    flag,
+    positive_int,
+    positive_number,
+    require_finite,
+    require_ndim,
+)
 
 __all__ = ["heatmap", "heatmap_grid", "new_figure", "word_scatter", "CMAP", "GROUP_COLORS"]
 
@@ -172,8 +179,8 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
             require_finite(as_real(bound, name), name)
     if vmin is not None and vmax is not None and vmin > vmax:
         raise ValueError(f"vmin must not exceed vmax; got vmin = {vmin}, vmax = {vmax}")
-    if annotate is None:
-        annotate = w.size <= ANNOTATE_MAX_CELLS
+    colorbar = flag(colorbar, "colorbar")
+    annotate = w.size <= ANNOTATE_MAX_CELLS if annotate is None else flag(annotate, "annotate")
     if annotate and w.size > ANNOTATE_LIMIT:
         raise ValueError(f"annotate=True writes one label per cell; weights {w.shape} has "
                          f"{w.size} cells, more than ANNOTATE_LIMIT = {ANNOTATE_LIMIT}")
