@@ -204,7 +204,9 @@ def axis_index(axis, ndim: int, name: str = "axis") -> int:
 
 def _integer(n, name: str, expected: str) -> None:
     """Raise a TypeError saying `name` must be `expected` unless `n` is an integer
-    (bool refused)."""
+    (bool refused; a 0-d integer array counts)."""
+    if isinstance(n, np.ndarray) and n.ndim == 0 and n.dtype.kind in "iu":
+        n = n.item()
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"{name} must be {expected}, got {type(n).__name__} {n!r}")
 

@@ -8,13 +8,12 @@ whenever the maximum grows. The largest temporary is (..., n_q, block_size).
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from ._checks import (
     as_mask,
     as_real,
+    integer_at_least,
     positive_number,
     require_finite,
     require_finite_scores,
@@ -67,12 +66,7 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
     if V.shape[-2] != n_k:
         raise ValueError(f"V must have one row per key: expected (..., {n_k}, d_v) "
                          f"to match K of shape {K.shape}; got V of shape {V.shape}")
-    if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size,
-                                                                   numbers.Integral):
-        raise TypeError(f"block_size must be an integer >= 1, got "
-                        f"{type(block_size).__name__} {block_size!r}")
-    if block_size < 1:
-        raise ValueError(f"block_size must be an integer >= 1, got {block_size}")
+    block_size = integer_at_least(block_size, "block_size", 1)
     try:
         batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     except ValueError:

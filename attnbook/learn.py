@@ -426,7 +426,7 @@ def accuracy(model: nn.Module, inputs, target) -> float:
         In [0, 1].
     """
     xs = _as_tensors(row_tensors(inputs, "inputs"), "inputs")
-    y = check_target(model, xs, target, run=False)
+    y = check_target(model, xs, target)
     model.eval()
     with torch.no_grad():
         logits, _ = model(*xs)

@@ -6,11 +6,9 @@ per position for i = 0 down to nearly 1/base for the last pair.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
-from ._checks import as_real, positive_number, require_finite, require_ndim
+from ._checks import as_real, integer_at_least, positive_number, require_finite, require_ndim
 
 __all__ = ["sinusoidal_positions", "rotate"]
 
@@ -120,9 +118,4 @@ def _angles(p: np.ndarray, d: int, base: float, what: str) -> np.ndarray:
 
 
 def _whole(k, name: str, smallest: int) -> int:
-    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {smallest}, got "
-                        f"{type(k).__name__} {k!r}")
-    if k < smallest:
-        raise ValueError(f"{name} must be an integer >= {smallest}, got {k}")
-    return int(k)
+    return integer_at_least(k, name, smallest)
