@@ -373,6 +373,8 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
     if not isinstance(vectors, dict):
         raise TypeError(f"vectors must be a dict {{word: (2,) vector}}, got "
                         f"{type(vectors).__name__}")
+    if not vectors:
+        raise ValueError("vectors must hold at least one word; got an empty dict")
     for word, v in vectors.items():
         v = as_real(v, f"vectors[{word!r}]")
         if v.shape != (2,):
