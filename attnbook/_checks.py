@@ -33,12 +33,13 @@ def as_real(x, name: str) -> np.ndarray:
         raise TypeError(f"{name} must be an array of real numbers; "
                         f"numpy could not read it as one ({err})") from None
     if a.dtype.kind in "biuf":
-        out = a.astype(np.float64)
+        with np.errstate(over="ignore"):                         # a longdouble: named below
+            out = a.astype(np.float64)
         if a.dtype.kind == "f" and a.dtype.itemsize > 8:       # longdouble
             lost = np.isfinite(a) & ~np.isfinite(out)
             if lost.any():
                 where = tuple(int(i) for i in np.argwhere(lost)[0])
-                raise ValueError(f"{name} holds {a[where]} at index {where} of shape "
+                raise ValueError(f"{name} holds {a[where]!s} at index {where} of shape "
                                  f"{a.shape}, finite but beyond float64's range "
                                  f"(about 1.8e308), in which attnbook computes; rescale "
                                  f"{name}")

@@ -8,12 +8,13 @@ whenever the maximum grows. The largest temporary is (..., n_q, block_size).
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from ._checks import (
     as_mask,
     as_real,
-    integer_at_least,
     positive_number,
     require_finite,
     require_finite_scores,
@@ -50,6 +51,12 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
     -------
     output : ndarray, shape (..., n_q, d_v)
         There are no weights to return: they never exist as one matrix.
+
+    Raises
+    ------
+    ValueError
+        Where `scaled_dot_product_attention` raises: bad shapes, and scores
+        or an output that overflow float64 (the message names the block).
     """
     Q, K, V = as_real(Q, "Q"), as_real(K, "K"), as_real(V, "V")
     require_ndim(Q, "Q", ">=2", "(..., n_q, d_k)")
@@ -66,7 +73,15 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
     if V.shape[-2] != n_k:
         raise ValueError(f"V must have one row per key: expected (..., {n_k}, d_v) "
                          f"to match K of shape {K.shape}; got V of shape {V.shape}")
-    block_size = integer_at_least(block_size, "block_size", 1)
+    if isinstance(block_size, np.ndarray) and block_size.ndim == 0 \
+            and block_size.dtype.kind in "iu":
+        block_size = block_size.item()                       # a 0-d integer array
+    if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size,
+                                                                   numbers.Integral):
+        raise TypeError(f"block_size must be an integer >= 1, got "
+                        f"{type(block_size).__name__} {block_size!r}")
+    if block_size < 1:
+        raise ValueError(f"block_size must be an integer >= 1, got {block_size}")
     try:
         batch = np.broadcast_shapes(Q.shape[:-2], K.shape[:-2], V.shape[:-2])
     except ValueError:

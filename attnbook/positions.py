@@ -6,9 +6,11 @@ per position for i = 0 down to nearly 1/base for the last pair.
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
-from ._checks import as_real, integer_at_least, positive_number, require_finite, require_ndim
+from ._checks import as_real, positive_number, require_finite, require_ndim
 
 __all__ = ["sinusoidal_positions", "rotate"]
 
@@ -87,8 +89,9 @@ def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
     cos, sin = np.cos(angles), np.sin(angles)                          # (n, d/2)
     even, odd = x[..., 0::2], x[..., 1::2]                             # (..., n, d/2)
     out = np.empty_like(x)
-    out[..., 0::2] = even * cos - odd * sin
-    out[..., 1::2] = even * sin + odd * cos
+    with np.errstate(over="ignore", invalid="ignore"):                  # named below
+        out[..., 0::2] = even * cos - odd * sin
+        out[..., 1::2] = even * sin + odd * cos
     if not np.isfinite(out).all():
         raise ValueError(f"the rotated x overflows float64 (a pair's length exceeds "
                          f"about 1.8e308; largest |x| {np.abs(x).max():g}); rescale x")
@@ -118,4 +121,11 @@ def _angles(p: np.ndarray, d: int, base: float, what: str) -> np.ndarray:
 
 
 def _whole(k, name: str, smallest: int) -> int:
-    return integer_at_least(k, name, smallest)
+    if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
+        k = k.item()                                                    # a 0-d integer array
+    if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
+        raise TypeError(f"{name} must be an integer >= {smallest}, got "
+                        f"{type(k).__name__} {k!r}")
+    if k < smallest:
+        raise ValueError(f"{name} must be an integer >= {smallest}, got {k}")
+    return int(k)
