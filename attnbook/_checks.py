@@ -300,3 +300,21 @@ def training_args(steps, weights, losses, index):
         raise ValueError(f"steps must be whole numbers in [0, n_steps] = [0, {len(losses)}] "
                          f"(losses has one entry per step); got {_short(steps)}")
     return steps, w, losses, index_into(index, len(steps), negative=True)
+
+
+def labels_for(labels, name: str, n: int | None, strings: bool = False,
+               optional: bool = True) -> None:
+    """Raise unless `labels` is a sequence (not a string) of n entries (any length for
+    n=None; strings only, with strings=True), or None if optional."""
+    if labels is None and optional:
+        return
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__") \
+            or not hasattr(labels, "__getitem__") \
+            or (isinstance(labels, np.ndarray) and labels.ndim != 1):
+        raise TypeError(f"{name} must be a sequence of labels, got "
+                        f"{type(labels).__name__} {labels!r}")
+    if n is not None and len(labels) != n:
+        raise ValueError(f"{name} must have one label for each of the {n} entries; got "
+                         f"{len(labels)}")
+    if strings and not all(isinstance(s, str) for s in labels):
+        raise TypeError(f"{name} must hold strings; got {[type(s).__name__ for s in labels]}")

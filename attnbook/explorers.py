@@ -35,6 +35,7 @@ from . import plots
 from ._checks import (
     as_real,
     index_into,
+    labels_for,
     positive_int,
     positive_number,
     require_finite,
@@ -515,8 +516,7 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
     require_finite(s, "scores", allow_neg_inf=True)
     if s.shape[0] == 0:
         raise ValueError("scores must hold at least one key; got shape (0,)")
-    if len(labels) != s.shape[0]:
-        raise ValueError(f"labels must name each of the {s.shape[0]} keys; got {len(labels)}")
+    labels_for(labels, "labels", s.shape[0], optional=False)
     v = None if values is None else as_real(values, "values")
     if v is not None and v.shape != s.shape:
         raise ValueError(f"values must have shape {s.shape} like scores; got {v.shape}")
@@ -597,6 +597,8 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
         raise ValueError(f"explore_attention needs Q (n_q, d_k) and V (n_k, d_v); got "
                          f"weights {w.shape} and output {out.shape}")
     n_q, n_k = w.shape
+    labels_for(tokens, "tokens", None, optional=False)
+    labels_for(value_labels, "value_labels", None)
     if len(tokens) not in (n_q, n_k):
         raise ValueError(f"tokens must name the {n_q} queries; got {len(tokens)}")
     q_names = list(tokens) if len(tokens) == n_q else [f"q{i}" for i in range(n_q)]
