@@ -310,6 +310,12 @@ class KVCache:
         Returns
         -------
         k, v : torch.Tensor, shape (batch, n_heads, n_past + n_new, d_head)
+
+        Raises
+        ------
+        TypeError, ValueError
+            If k and v are not floating-point tensors of one shape and dtype
+            that match the cache, or hold NaN or inf.
         """
         check_cache_append(self.k, k, v)
         if self.k is None:

@@ -12,13 +12,14 @@ import numpy as np
 import pytest
 import torch
 from badinput import assert_clear_error, ids
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import attnbook as ab
 from attnbook import analysis, explorers, learn, plots
 from attnbook import nn as abn
+from attnbook._checks_torch import require_no_underflow
 
 F64 = torch.float64
 rng = np.random.default_rng(0)
@@ -30,6 +31,14 @@ TOKENS, TARGET = learn.reversal_data(np.random.default_rng(0), 12)
 def layer(*args, **kwargs):
     torch.manual_seed(0)
     return abn.CausalSelfAttention(*args, **kwargs)
+
+
+def big_projection():
+    m = layer(4, 2)
+    with torch.no_grad():
+        m.proj.weight.fill_(3e38)
+        m.qkv.bias.fill_(1.0)                       # the values are 1, never 0
+    return m
 
 
 def cache_with(k, v):
@@ -95,6 +104,13 @@ CASES = [
     ("CausalSelfAttention: float32 input x 1e37 overflows the projection",
      lambda: layer(4, 2)(torch.ones(1, 3, 4) * 3e38),
      ValueError, ["projection qkv(x) overflows torch.float32"]),
+    ("CausalSelfAttention: an output projection that overflows",
+     lambda: big_projection()(torch.ones(1, 3, 4)),
+     ValueError, ["output projection proj(heads) overflows torch.float32"]),
+    ("float16 weights that all round to 0 (n_k beyond 3e7)",
+     lambda: require_no_underflow(torch.full((1, 4), 1e-9, dtype=F64),
+                                  torch.ones(1, 4, dtype=torch.bool), torch.float16),
+     ValueError, ["weights underflow torch.float16", "n_k = 4", "query row (0,)"]),
     ("CausalSelfAttention: float64 input to a float32 module",
      lambda: layer(4, 2)(torch.ones(1, 3, 4, dtype=F64)),
      TypeError, ["x must have the dtype of the module's parameters", "torch.float32",
@@ -365,8 +381,9 @@ def test_train_checks_do_not_change_the_run():
 HALVES = st.sampled_from([torch.float16, torch.bfloat16])
 
 
-@settings(max_examples=25, deadline=None)
-@given(n=st.integers(1, 200_000), dtype=HALVES, seed=st.integers(0, 2 ** 16))
+@settings(max_examples=10, deadline=None)
+@given(n=st.integers(1, 100_000), dtype=HALVES, seed=st.integers(0, 2 ** 16))
+@example(n=70_000, dtype=torch.float16, seed=0)       # the issue's: the float16 sum overflows
 def test_half_masked_softmax_of_any_length_matches_float64(n, dtype, seed):
     scores = torch.tensor(np.random.default_rng(seed).normal(size=(1, n))).to(dtype)
     weights = abn.masked_softmax(scores)
@@ -377,11 +394,14 @@ def test_half_masked_softmax_of_any_length_matches_float64(n, dtype, seed):
     assert abs(weights.double().sum().item() - 1) < 0.02
 
 
-@settings(max_examples=20, deadline=None)
-@given(n=st.integers(1, 120_000), dtype=HALVES, seed=st.integers(0, 2 ** 16))
-def test_half_dot_product_attention_of_any_length_matches_float64(n, dtype, seed):
+@settings(max_examples=8, deadline=None)
+@given(n=st.integers(1, 100_000), dtype=HALVES, seed=st.integers(0, 2 ** 16),
+       spread=st.sampled_from([0.0, 1.0]))
+@example(n=70_000, dtype=torch.float16, seed=0, spread=0.0)   # equal scores: the issue's
+def test_half_dot_product_attention_of_any_length_matches_float64(n, dtype, seed, spread):
     r = np.random.default_rng(seed)
     q, k, v = (torch.tensor(r.normal(size=s)).to(dtype) for s in ((1, 2, 4), (1, n, 4), (1, n, 3)))
+    q = q * spread                                  # spread 0: every score 0, every weight 1/n
     out, weights = abn.DotProductAttention()(q, k, v)
     expected = torch.softmax(q.double() @ k.double().transpose(-1, -2) / 2, dim=-1) @ v.double()
     assert out.dtype == weights.dtype == dtype
