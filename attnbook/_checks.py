@@ -14,24 +14,61 @@ import numpy as np
 def as_real(x, name: str) -> np.ndarray:
     """Return `x` as a float64 array, or raise TypeError naming `name`.
 
-    bool, signed and unsigned integers and all float widths are accepted and
-    cast to float64 first (so uint8 arithmetic can never wrap around).
-    Strings, complex numbers, objects and None are refused.
+    bool, signed and unsigned integers and all float widths (torch's
+    bfloat16 and float16 too) are accepted and cast to float64 first (so
+    uint8 arithmetic can never wrap around). Strings, complex numbers,
+    times, objects, None and masked arrays (whose mask would be lost) are
+    refused, and so is a longdouble beyond float64's range.
     """
     if x is None:
         raise TypeError(f"{name} must be an array of real numbers, got None")
-    if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor
-        x = x.detach().cpu().numpy()
+    x = to_numpy(x, name)
+    if isinstance(x, np.ma.MaskedArray) and np.ma.getmaskarray(x).any():
+        raise TypeError(f"{name} must be a plain array; got a numpy masked array whose mask "
+                        f"would be ignored. Pass the mask as a boolean mask argument "
+                        f"(True = may attend) or fill it, e.g. {name}.filled(-np.inf)")
     try:
         a = np.asarray(x)
     except (ValueError, TypeError) as err:  # ragged nested lists, for instance
         raise TypeError(f"{name} must be an array of real numbers; "
                         f"numpy could not read it as one ({err})") from None
-    if a.dtype == np.bool_ or np.issubdtype(a.dtype, np.integer) \
-            or np.issubdtype(a.dtype, np.floating):
-        return a.astype(np.float64)
+    if a.dtype.kind in "biuf":
+        with np.errstate(over="ignore"):                         # a longdouble: named below
+            out = a.astype(np.float64)
+        if a.dtype.kind == "f" and a.dtype.itemsize > 8:       # longdouble
+            lost = np.isfinite(a) & ~np.isfinite(out)
+            if lost.any():
+                where = tuple(int(i) for i in np.argwhere(lost)[0])
+                raise ValueError(f"{name} holds {a[where]!s} at index {where} of shape "
+                                 f"{a.shape}, finite but beyond float64's range "
+                                 f"(about 1.8e308), in which attnbook computes; rescale "
+                                 f"{name}")
+        return out
     raise TypeError(f"{name} must be an array of real numbers, got dtype "
                     f"{a.dtype} (value {_short(a)})")
+
+
+def to_numpy(x, name: str):
+    """A torch tensor as a numpy array (bfloat16 widened to float32); anything else as is."""
+    if not (hasattr(x, "detach") and hasattr(x, "numpy")):
+        return x
+    x = x.detach().cpu()
+    if getattr(x, "is_sparse", False):
+        x = x.to_dense()
+    try:
+        return x.numpy()
+    except (TypeError, RuntimeError):                # bfloat16 and float8 have no numpy twin
+        if x.dtype.is_floating_point:
+            return x.float().numpy()
+        raise TypeError(f"{name} must be an array of real numbers, got a tensor of dtype "
+                        f"{x.dtype}") from None
+
+
+def flag(x, name: str) -> bool:
+    """Return `x` if it is True or False; anything else ("no", 0, None) is a TypeError."""
+    if not isinstance(x, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {type(x).__name__} {x!r}")
+    return bool(x)
 
 
 def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> None:
@@ -116,8 +153,8 @@ def as_distribution(w, name: str) -> np.ndarray:
     with the row length and with the precision of the dtype that arrived), or
     be all 0: the weights of a fully masked query.
     """
-    if hasattr(w, "detach") and hasattr(w, "numpy"):  # a torch tensor
-        w = w.detach().cpu().numpy()
+    bfloat16 = str(getattr(w, "dtype", "")) == "torch.bfloat16"    # eps 2**-7
+    w = to_numpy(w, name)
     arrived = getattr(w, "dtype", None)
     a = as_real(w, name)
     require_ndim(a, name, ">=1", "(..., n)")
@@ -129,7 +166,7 @@ def as_distribution(w, name: str) -> np.ndarray:
         where = tuple(int(i) for i in np.argwhere(a < 0)[0])
         raise ValueError(f"{name} must be probabilities (each >= 0); found {a[where]} at "
                          f"index {where} of {name} with shape {a.shape}")
-    eps = np.finfo(arrived).eps if arrived is not None and \
+    eps = 2.0 ** -7 if bfloat16 else np.finfo(arrived).eps if arrived is not None and \
         np.issubdtype(arrived, np.floating) else np.finfo(np.float64).eps
     tol = max(1e-9, 8 * eps * np.sqrt(a.shape[-1]))
     totals = a.sum(axis=-1)
@@ -145,9 +182,7 @@ def as_distribution(w, name: str) -> np.ndarray:
 
 def as_mask(mask, name: str, target_shape: tuple[int, ...]) -> np.ndarray:
     """Return a boolean mask broadcast to `target_shape` (True = may attend)."""
-    if hasattr(mask, "detach") and hasattr(mask, "numpy"):
-        mask = mask.detach().cpu().numpy()
-    m = np.asarray(mask)
+    m = np.asarray(to_numpy(mask, name))
     if m.dtype != np.bool_:
         raise TypeError(f"{name} must be boolean (True = may attend), got dtype "
                         f"{m.dtype}; for 0/1 values use {name}.astype(bool), and "
@@ -170,7 +205,9 @@ def axis_index(axis, ndim: int, name: str = "axis") -> int:
 
 def _integer(n, name: str, expected: str) -> None:
     """Raise a TypeError saying `name` must be `expected` unless `n` is an integer
-    (bool refused)."""
+    (bool refused; a 0-d integer array counts)."""
+    if isinstance(n, np.ndarray) and n.ndim == 0 and n.dtype.kind in "iu":
+        n = n.item()
     if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
         raise TypeError(f"{name} must be {expected}, got {type(n).__name__} {n!r}")
 
@@ -199,13 +236,17 @@ def positive_int(n, name: str) -> int:
     return integer_at_least(n, name, 1)
 
 
-def index_into(index, n: int, name: str = "index") -> int:
-    """Return `index` if it is an integer in [0, n - 1], else raise naming `name`."""
-    _integer(index, name, f"an integer in [0, {n - 1}]")
-    if not 0 <= index < n:
-        raise ValueError(f"{name} must lie in [0, {n - 1}] (one of the {n} values), "
+def index_into(index, n: int, name: str = "index", negative: bool = False) -> int:
+    """Return `index` if it is an integer in [0, n - 1], else raise naming `name`.
+
+    With ``negative=True``, -n..-1 count from the end, as in Python's lists.
+    """
+    low = -n if negative else 0
+    _integer(index, name, f"an integer in [{low}, {n - 1}]")
+    if not low <= index < n:
+        raise ValueError(f"{name} must lie in [{low}, {n - 1}] (one of the {n} values), "
                          f"got {index}")
-    return int(index)
+    return int(index) % n
 
 
 def require_finite_scores(scores: np.ndarray, allowed: np.ndarray | None, what: str) -> None:
@@ -217,9 +258,63 @@ def require_finite_scores(scores: np.ndarray, allowed: np.ndarray | None, what: 
     """
     bad = ~np.isfinite(scores)
     if allowed is not None:
-        bad &= allowed
+        bad = bad & allowed                       # allowed may add batch axes
+        scores = np.broadcast_to(scores, bad.shape)
     if bad.any():
         where = tuple(int(i) for i in np.argwhere(bad)[0])
         raise ValueError(f"the scores overflow float64: score {where} (query row "
                          f"{where[-2] if len(where) > 1 else 0}, key {where[-1]}) of the "
                          f"scores with shape {scores.shape} is {scores[where]}; {what}")
+
+
+def rope_offset_args(d, max_offset, n_positions, base, seed, index):
+    """The arguments of explorers.explore_rope_offset, checked; index defaults to offset 3."""
+    d = positive_int(d, "d")
+    if d % 2:
+        raise ValueError(f"d must be even (RoPE rotates pairs of columns); got d = {d}")
+    max_offset = integer_at_least(max_offset, "max_offset", 0)
+    n_positions, base = positive_int(n_positions, "n_positions"), positive_number(base, "base")
+    seed = integer_at_least(seed, "seed", 0)
+    index = min(3, max_offset) + max_offset if index is None else \
+        index_into(index, 2 * max_offset + 1)
+    return d, max_offset, n_positions, base, seed, index
+
+
+def training_args(steps, weights, losses, index):
+    """The arrays of explorers.explore_training, checked: steps (n_snapshots,) of whole
+    numbers in [0, n_steps], weights (n_snapshots, n_q, n_k), losses (n_steps,), all
+    non-empty and finite; index in [-n_snapshots, n_snapshots - 1]."""
+    steps, losses, w = as_real(steps, "steps"), as_real(losses, "losses"), \
+        as_real(weights, "weights")
+    require_ndim(steps, "steps", (1,), "(n_snapshots,)")
+    require_ndim(w, "weights", (3,), "(n_snapshots, n_q, n_k)")
+    require_ndim(losses, "losses", (1,), "(n_steps,)")
+    if w.shape[0] != steps.shape[0]:
+        raise ValueError(f"weights must have one matrix per step: expected "
+                         f"({steps.shape[0]}, n_q, n_k); got {w.shape}")
+    for name, a in (("steps", steps), ("weights", w), ("losses", losses)):
+        if a.size == 0:
+            raise ValueError(f"{name} must not be empty; got shape {a.shape}")
+        require_finite(a, name)
+    if (steps < 0).any() or (steps > len(losses)).any() or (steps != np.round(steps)).any():
+        raise ValueError(f"steps must be whole numbers in [0, n_steps] = [0, {len(losses)}] "
+                         f"(losses has one entry per step); got {_short(steps)}")
+    return steps, w, losses, index_into(index, len(steps), negative=True)
+
+
+def labels_for(labels, name: str, n: int | None, strings: bool = False,
+               optional: bool = True) -> None:
+    """Raise unless `labels` is a sequence (not a string) of n entries (any length for
+    n=None; strings only, with strings=True), or None if optional."""
+    if labels is None and optional:
+        return
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__") \
+            or not hasattr(labels, "__getitem__") \
+            or (isinstance(labels, np.ndarray) and labels.ndim != 1):
+        raise TypeError(f"{name} must be a sequence of labels, got "
+                        f"{type(labels).__name__} {labels!r}")
+    if n is not None and len(labels) != n:
+        raise ValueError(f"{name} must have one label for each of the {n} entries; got "
+                         f"{len(labels)}")
+    if strings and not all(isinstance(s, str) for s in labels):
+        raise TypeError(f"{name} must hold strings; got {[type(s).__name__ for s in labels]}")

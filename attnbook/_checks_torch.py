@@ -160,3 +160,90 @@ def check_dot_product_inputs(queries, keys, values):
     if keys.shape[-1] == 0:
         raise ValueError(f"d_k must be at least 1; got keys of shape {tuple(keys.shape)}")
 
+
+
+def widened(x: torch.Tensor) -> torch.Tensor:
+    """float16 and bfloat16 as float64 (torch's own reductions use float32): a sum
+    of 70 000 float16 ones overflows, and bfloat16 keeps 8 bits, so the sums of
+    the softmax and of weights @ values are done wide. Other dtypes as they are."""
+    return x.double() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
+def require_no_underflow(weights: torch.Tensor, allowed: torch.Tensor, dtype) -> None:
+    """A row with an allowed key must not round to all zeros in `dtype` (float16 holds
+    no weight below 6e-8, so 1/n_k vanishes for n_k > 3e7): that is the masked answer."""
+    lost = (weights.to(dtype) == 0).all(-1) & allowed.any(-1)
+    if lost.any():
+        raise ValueError(f"the weights underflow {dtype}: with n_k = {weights.shape[-1]} "
+                         f"keys every weight of query row {tuple(torch.nonzero(lost)[0].tolist())}"
+                         f" rounds to 0; use float32")
+
+
+def check_cache_append(cache_k, k, v) -> None:
+    """k and v (batch, n_heads, n_new, d_head), alike, and matching the cache's cache_k."""
+    k = float_tensor(k, "k", 4, "(batch, n_heads, n_new, d_head)")
+    v = float_tensor(v, "v", 4, "(batch, n_heads, n_new, d_head)")
+    if k.dim() != 4 or v.shape != k.shape:
+        raise ValueError(f"k and v must have the same shape (batch, n_heads, n_new, d_head); "
+                         f"got k {tuple(k.shape)} and v {tuple(v.shape)}")
+    require_same_dtype(k, "k", v=v)
+    if cache_k is not None:
+        if k.shape[:2] != cache_k.shape[:2] or k.shape[-1] != cache_k.shape[-1]:
+            raise ValueError(f"k must have shape (batch, n_heads, n_new, d_head) = "
+                             f"({cache_k.shape[0]}, {cache_k.shape[1]}, n_new, "
+                             f"{cache_k.shape[-1]}) to join the cache; got {tuple(k.shape)}")
+        require_same_dtype(cache_k, "the cached keys", k=k)
+
+
+def require_finite_result(x: torch.Tensor, what: str) -> None:
+    """Raise ValueError if an intermediate of a module overflowed to inf or NaN."""
+    if not torch.isfinite(x).all():
+        raise ValueError(f"{what} overflows {x.dtype}: it holds inf or NaN, though the "
+                         f"input was finite; rescale the input, or use float64")
+
+
+def row_tensors(arrays, name: str) -> tuple[torch.Tensor, ...]:
+    """A non-empty tuple or list of arrays, each read as a tensor with at least one row."""
+    if not isinstance(arrays, (tuple, list)) or not arrays:
+        raise TypeError(f"{name} must be a non-empty tuple of arrays, got {type(arrays).__name__}")
+    out = []
+    for i, a in enumerate(arrays):
+        if not isinstance(a, torch.Tensor):
+            a = np.asarray(a) if not isinstance(a, np.ndarray) else a
+            if a.dtype.kind not in "biuf":
+                raise TypeError(f"{name}[{i}] must be an array of numbers (integer ids), got "
+                                f"dtype {a.dtype}")
+            a = torch.as_tensor(np.ascontiguousarray(a))
+        if a.dim() == 0 or a.shape[0] == 0:
+            raise ValueError(f"{name}[{i}] must hold at least one row (one per sequence); got "
+                             f"shape {tuple(a.shape)}")
+        out.append(a)
+    return tuple(out)
+
+
+def check_target(model, xs: tuple[torch.Tensor, ...], target, run: bool = True) -> torch.Tensor:
+    """target as an int64 tensor of class ids with the shape of model(*xs)'s logits minus
+    their last axis; with run=True one row is sent through the model to learn that shape."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    (y,) = row_tensors((target,), "target")
+    if y.dtype.is_floating_point or y.dtype.is_complex or y.dtype == torch.bool:
+        raise TypeError(f"target must hold integer class ids (int64), got dtype {y.dtype}")
+    if y.shape[0] != xs[0].shape[0]:
+        raise ValueError(f"target must have one row per sequence like inputs; got target "
+                         f"{tuple(y.shape)} and inputs {tuple(xs[0].shape)}")
+    if run:
+        was = model.training
+        model.eval()
+        with torch.no_grad():
+            logits = model(*(x[:1] for x in xs))[0]             # (1, ..., n_classes)
+        model.train(was)
+        expected = (y.shape[0],) + tuple(logits.shape[1:-1])
+        if tuple(y.shape) != expected:
+            raise ValueError(f"target must have shape {expected} (the logits' shape minus "
+                             f"the last axis); got {tuple(y.shape)}")
+        if int(y.min()) < 0 or int(y.max()) >= logits.shape[-1]:
+            raise ValueError(f"target must hold class ids in [0, {logits.shape[-1] - 1}] "
+                             f"(one per logit); got values from {int(y.min())} to "
+                             f"{int(y.max())}")
+    return y.long()

@@ -94,12 +94,21 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
     Raises
     ------
     ValueError
-        If the mean is so large that the scores or their spread overflow float64.
+        If the mean is so large that the scores or their spread overflow float64,
+        or that float64 loses the N(0, 1) noise in them.
     """
     d_ks = positive_ints(d_ks, "d_ks")
     rng = generator(rng)
     n_q, n_k = positive_int(n_q, "n_q"), positive_int(n_k, "n_k")
     mean = finite_number(mean, "mean")
+    d_top, mean2 = max(d_ks), np.float64(mean) ** 2 if abs(mean) < 1e150 else np.inf
+    rounding = np.finfo(float).eps * d_top * (mean2 + 1)       # of one score q·k
+    if rounding > 1e-6 * np.sqrt(d_top * (2 * mean2 + 1)):      # vs the scores' spread
+        raise ValueError(f"mean = {mean:g} is too large to measure at d_k = {d_top}: float64 "
+                         f"rounds the scores q·k ≈ d_k · mean² = {d_top * mean2:.3g} by "
+                         f"about {rounding:.2g}, more than a millionth of their spread, so the "
+                         f"N(0, 1) noise is lost; choose |mean| <= "
+                         f"{1e-6 * np.sqrt(2 / d_top) / np.finfo(float).eps:.3g}")
     keys = ("std", "max", "ent", "grad")
     stats = {f"{k}_{t}": [] for k in keys for t in ("raw", "scaled")}
     stats["scores"] = []

@@ -12,7 +12,15 @@ import numbers
 
 import numpy as np
 
-from ._checks import as_mask, as_real, positive_number, require_finite, require_ndim
+from ._checks import (
+    as_mask,
+    as_real,
+    positive_number,
+    require_finite,
+    require_finite_scores,
+    require_ndim,
+)
+from .core import scaled_scores
 
 __all__ = ["blockwise_attention"]
 
@@ -43,6 +51,12 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
     -------
     output : ndarray, shape (..., n_q, d_v)
         There are no weights to return: they never exist as one matrix.
+
+    Raises
+    ------
+    ValueError
+        Where `scaled_dot_product_attention` raises: bad shapes, and scores
+        or an output that overflow float64 (the message names the block).
     """
     Q, K, V = as_real(Q, "Q"), as_real(K, "K"), as_real(V, "V")
     require_ndim(Q, "Q", ">=2", "(..., n_q, d_k)")
@@ -59,6 +73,9 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
     if V.shape[-2] != n_k:
         raise ValueError(f"V must have one row per key: expected (..., {n_k}, d_v) "
                          f"to match K of shape {K.shape}; got V of shape {V.shape}")
+    if isinstance(block_size, np.ndarray) and block_size.ndim == 0 \
+            and block_size.dtype.kind in "iu":
+        block_size = block_size.item()                       # a 0-d integer array
     if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size,
                                                                    numbers.Integral):
         raise TypeError(f"block_size must be an integer >= 1, got "
@@ -75,19 +92,33 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
     scale = 1.0 / np.sqrt(d_k) if scale is None else positive_number(scale, "scale")
     allowed = None if mask is None else as_mask(mask, "mask", batch + (n_q, n_k))
 
+    e_v = int(np.frexp(np.abs(V).max(initial=0.0))[1])
+    V = np.ldexp(V, -e_v)                             # |V| <= 1 (exact): acc cannot overflow
     m = np.full(batch + (n_q, 1), -np.inf)            # running max of each query's scores
     total = np.zeros(batch + (n_q, 1))                # running sum of exp(score - m)
     acc = np.zeros(batch + (n_q, V.shape[-1]))        # running sum of exp(score - m) * value
     for start in range(0, n_k, block_size):
         stop = min(start + block_size, n_k)
-        s = scale * (Q @ np.swapaxes(K[..., start:stop, :], -1, -2))   # (..., n_q, b)
-        if allowed is not None:
-            s = np.where(allowed[..., start:stop], s, -np.inf)
+        s = scaled_scores(Q, K[..., start:stop, :], scale)             # (..., n_q, b)
+        block = None if allowed is None else allowed[..., start:stop]
+        require_finite_scores(s, block, f"in the block of keys {start} to {stop - 1}, scale * "
+                              f"Q @ Kᵀ must be finite where the mask allows a key (scale = {scale:g}); rescale Q or K, or pass "
+                              f"a smaller scale")
+        if block is not None:
+            s = np.where(block, s, -np.inf)
         m_new = np.maximum(m, s.max(axis=-1, keepdims=True))           # (..., n_q, 1)
         shift = np.where(np.isneginf(m_new), 0.0, m_new)               # all masked so far
         rescale = np.exp(m - shift)                                    # (..., n_q, 1), <= 1
-        p = np.exp(s - shift)                                          # (..., n_q, b)
+        with np.errstate(over="ignore"):                               # s - shift: -inf is fine
+            p = np.exp(s - shift)                                      # (..., n_q, b)
         total = total * rescale + p.sum(axis=-1, keepdims=True)
         acc = acc * rescale + p @ V[..., start:stop, :]                # (..., n_q, d_v)
         m = m_new
-    return np.divide(acc, total, out=np.zeros_like(acc), where=total > 0)  # (..., n_q, d_v)
+    out = np.divide(acc, total, out=np.zeros_like(acc), where=total > 0)   # (..., n_q, d_v)
+    with np.errstate(over="ignore"):
+        out = np.ldexp(out, e_v)
+    if not np.isfinite(out).all():
+        raise ValueError(f"the output overflows float64: a weighted average of the rows of V "
+                         f"(largest |value| {np.ldexp(np.abs(V).max(), e_v):g}) is not "
+                         f"finite; rescale V")
+    return out

@@ -80,7 +80,10 @@ def _softmax(x: np.ndarray, axis: int, temperature: float = 1.0) -> np.ndarray:
     # shift first, then divide: (x - top) <= 0, so the only possible overflow is
     # towards -inf, whose exp is the exact 0 we want
     with np.errstate(over="ignore"):
-        e = np.exp((x - top) / temperature)
+        z = (x - top) / temperature
+        if temperature > 1:     # x - top may overflow where (x - top) / T does not
+            z = np.where(np.isneginf(z) & ~np.isneginf(x), x / temperature - top / temperature, z)
+        e = np.exp(z)
     total = np.sum(e, axis=axis, keepdims=True)
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0)
 
@@ -307,8 +310,7 @@ def _attend(Q, K, V, mask, scale, names):
         if one_query:
             allowed = allowed[..., None, :]
 
-    with np.errstate(over="ignore", invalid="ignore"):
-        scores = scale * (Q2 @ np.swapaxes(K, -1, -2))      # (..., n_q, n_k)
+    scores = scaled_scores(Q2, K, scale)                     # (..., n_q, n_k)
     require_finite_scores(scores, allowed, f"scale * {nq} @ {nk}ᵀ must be finite where the "
                           f"mask allows a key (scale = {scale:g}); rescale {nq} or {nk}, "
                           f"or pass a smaller scale")
@@ -327,6 +329,23 @@ def _attend(Q, K, V, mask, scale, names):
     if scalar_values:                                        # drop d_v
         output = output[..., 0]
     return scores, weights, output
+
+
+def scaled_scores(Q: np.ndarray, K: np.ndarray, scale: float) -> np.ndarray:
+    """scale * Q Kᵀ, shape (..., n_q, n_k), without checks.
+
+    Where Q Kᵀ overflows but scale * Q Kᵀ would not, the score is computed
+    again from Q and K divided by powers of 2 (exact) and multiplied back,
+    so only a score that float64 cannot hold comes out as ±inf.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        scores = scale * (Q @ np.swapaxes(K, -1, -2))       # (..., n_q, n_k)
+        if np.isfinite(scores).all():
+            return scores
+        e_q, e_k = (int(np.frexp(np.abs(a).max())[1]) for a in (Q, K))
+        unit = np.ldexp(Q, -e_q) @ np.swapaxes(np.ldexp(K, -e_k), -1, -2)   # |.| <= d_k
+        again = np.ldexp(scale * unit, e_q + e_k)
+    return np.where(np.isfinite(scores), scores, again)
 
 
 def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:

@@ -95,13 +95,16 @@ def word_matrix(words, table=None) -> np.ndarray:
     table = WORDS if table is None else table
     if not isinstance(table, Mapping):
         raise TypeError(f"table must be a dict word -> vector, got {type(table).__name__}")
-    if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
+    if isinstance(words, (str, bytes)) or not isinstance(words, Iterable) \
+            or (isinstance(words, np.ndarray) and words.ndim == 0):
         raise TypeError(f"words must be a list of words, got {type(words).__name__} "
                         f"{words!r}" + (f"; for one word use [{words!r}]"
                                         if isinstance(words, str) else ""))
     words = list(words)
     if not words:
         raise ValueError("words must hold at least one word; got none")
+    if not all(isinstance(w, str) for w in words):
+        raise TypeError(f"words must be strings; got {[type(w).__name__ for w in words]}")
     missing = [w for w in words if w not in table]
     if missing:
         raise KeyError(f"no vector for {missing}; known words: {sorted(table)}")

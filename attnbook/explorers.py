@@ -35,10 +35,13 @@ from . import plots
 from ._checks import (
     as_real,
     index_into,
+    labels_for,
     positive_int,
     positive_number,
     require_finite,
     require_ndim,
+    rope_offset_args,
+    training_args,
 )
 from .analysis import dk_statistics
 from .core import scaled_dot_product_attention, softmax
@@ -513,8 +516,7 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
     require_finite(s, "scores", allow_neg_inf=True)
     if s.shape[0] == 0:
         raise ValueError("scores must hold at least one key; got shape (0,)")
-    if len(labels) != s.shape[0]:
-        raise ValueError(f"labels must name each of the {s.shape[0]} keys; got {len(labels)}")
+    labels_for(labels, "labels", s.shape[0], optional=False)
     v = None if values is None else as_real(values, "values")
     if v is not None and v.shape != s.shape:
         raise ValueError(f"values must have shape {s.shape} like scores; got {v.shape}")
@@ -595,6 +597,8 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
         raise ValueError(f"explore_attention needs Q (n_q, d_k) and V (n_k, d_v); got "
                          f"weights {w.shape} and output {out.shape}")
     n_q, n_k = w.shape
+    labels_for(tokens, "tokens", None, optional=False)
+    labels_for(value_labels, "value_labels", None)
     if len(tokens) not in (n_q, n_k):
         raise ValueError(f"tokens must name the {n_q} queries; got {len(tokens)}")
     q_names = list(tokens) if len(tokens) == n_q else [f"q{i}" for i in range(n_q)]
@@ -756,6 +760,8 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
         The slider over the offsets.
     """
     from .positions import rotate, sinusoidal_positions
+    d, max_offset, n_positions, base, seed, index = rope_offset_args(
+        d, max_offset, n_positions, base, seed, index)
     rng = np.random.default_rng(seed)
     q, k = rng.normal(size=(2, d))                                       # (d,), (d,)
     offsets = list(range(-max_offset, max_offset + 1))
@@ -793,7 +799,6 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
     ax_pos.set_ylim(lo - pad, hi + pad)
     ax_pos.legend(fontsize=8, loc="upper left")
     title = ax_pos.set_title("", fontsize=10)
-    index = offsets.index(min(3, max_offset)) if index is None else index
 
     def update(i: int) -> None:
         marker.set_xdata([offsets[i], offsets[i]])
@@ -834,7 +839,8 @@ def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = 
     col_labels : sequence of str, length n_k, optional
         Names of the keys.
     index : int
-        The snapshot shown first (default -1: the last, after training).
+        The snapshot shown first, in [-n_snapshots, n_snapshots - 1] (default
+        -1: the last, after training).
     title : str
         The heatmap's title.
 
@@ -843,16 +849,8 @@ def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = 
     Explorer
         The slider over the recorded steps.
     """
-    steps, losses = as_real(steps, "steps"), as_real(losses, "losses")
-    w = as_real(weights, "weights")
-    require_ndim(steps, "steps", (1,), "(n_snapshots,)")
-    require_ndim(w, "weights", (3,), "(n_snapshots, n_q, n_k)")
-    require_ndim(losses, "losses", (1,), "(n_steps,)")
-    if w.shape[0] != steps.shape[0]:
-        raise ValueError(f"weights must have one matrix per step: expected "
-                         f"({steps.shape[0]}, n_q, n_k); got {w.shape}")
+    steps, w, losses, index = training_args(steps, weights, losses, index)
     n_snap, n_q, n_k = w.shape
-    index = index % n_snap
     fig, (ax_w, ax_loss) = plots.new_figure(9.0, 3.2 + 0.18 * n_q, ncols=2,
                                             gridspec_kw={"width_ratios": [n_k + 2, 8]})
     plots.heatmap(w[index], ax=ax_w, row_labels=row_labels, col_labels=col_labels,

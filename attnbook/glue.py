@@ -37,6 +37,9 @@ def glue(name: str, value) -> None:
     -------
     None
     """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"name must be a non-empty string, the name the prose refers to; "
+                        f"got {type(name).__name__} {name!r}")
     try:
         import myst_nb  # noqa: F401  (cheap: the package is lazy)
     except ImportError:

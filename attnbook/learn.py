@@ -29,7 +29,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import generator, integer_at_least, positive_int
+from ._checks import flag, generator, integer_at_least, positive_int
+from ._checks_torch import check_target, row_tensors
 from .positions import sinusoidal_positions
 
 __all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data",
@@ -178,7 +179,8 @@ class SequenceAttention(nn.Module):
             self.W_q, self.W_k, self.W_v = (nn.Linear(d_model, d_model, bias=False)
                                             for _ in range(3))
             self.readout = nn.Linear(d_model, self.n_symbols)
-        pe = (torch.from_numpy(sinusoidal_positions(self.n, d_model)).float() if positions
+        pe = (torch.from_numpy(sinusoidal_positions(self.n, d_model)).float()
+              if flag(positions, "positions")
               else torch.zeros(self.n, d_model))
         self.register_buffer("pe", pe)                              # (n, d_model)
 
@@ -256,6 +258,9 @@ class LookupAttention(nn.Module):
             raise ValueError(f"keys and values must have the same shape (batch, n_pairs) and "
                              f"query shape (batch,); got keys {tuple(keys.shape)}, values "
                              f"{tuple(values.shape)}, query {tuple(query.shape)}")
+        if keys.shape[1] == 0:
+            raise ValueError(f"keys must hold at least one pair, shape (batch, n_pairs) with "
+                             f"n_pairs >= 1; got {tuple(keys.shape)}")
         pairs = self.key_embed(keys) + self.value_embed(values)     # (batch, n_pairs, d_model)
         q = self.key_embed(query)[:, None, :]                       # (batch, 1, d_model)
         mixed, weights = _attend(q, pairs, pairs, self.W_q, self.W_k, self.W_v)
@@ -374,11 +379,9 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     seed = integer_at_least(seed, "seed", 0)
     if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
         raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-    xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
-    if y.shape[:1] != xs[0].shape[:1]:
-        raise ValueError(f"target must have one row per sequence like inputs; got target "
-                         f"{tuple(y.shape)} and inputs {tuple(xs[0].shape)}")
-    probe = None if probe is None else _as_tensors(probe, "probe")
+    xs = _as_tensors(row_tensors(inputs, "inputs"), "inputs")
+    y = check_target(model, xs, target)
+    probe = None if probe is None else _as_tensors(row_tensors(probe, "probe"), "probe")
     generator = torch.Generator().manual_seed(seed)
     adam = _Adam(list(model.parameters()), float(lr))
     losses, marks, shots = np.zeros(steps), [], []
@@ -428,7 +431,8 @@ def accuracy(model: nn.Module, inputs, target) -> float:
     float
         In [0, 1].
     """
-    xs, y = _as_tensors(inputs, "inputs"), _tensor(target)
+    xs = _as_tensors(row_tensors(inputs, "inputs"), "inputs")
+    y = check_target(model, xs, target)
     model.eval()
     with torch.no_grad():
         logits, _ = model(*xs)

@@ -16,17 +16,21 @@ import numbers
 import torch
 from torch import nn
 
-from ._checks import positive_int
+from ._checks import flag, positive_int
 from ._checks_torch import (
     allowed_keys,
     check_attention_inputs,
+    check_cache_append,
     check_dot_product_inputs,
     float_tensor,
     probability,
+    require_finite_result,
     require_finite_scores,
     require_finite_tensor,
+    require_no_underflow,
     require_same_dtype,
     scores_tensor,
+    widened,
 )
 
 __all__ = ["masked_softmax", "DotProductAttention", "AdditiveAttention", "NWKernelRegression"]
@@ -39,7 +43,8 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None,
     Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9). The torch twin of
     ``attnbook.masked_softmax``.
 
-    A row with no allowed key gets all zeros (never NaN).
+    A row with no allowed key gets all zeros (never NaN). float16 and bfloat16
+    scores are summed in float64 (torch sums them in float32).
 
     Parameters
     ----------
@@ -59,6 +64,11 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None,
 
 
 def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    dtype, scores = scores.dtype, widened(scores)                   # float16 sums overflow
+    if dtype != scores.dtype:
+        weights = _masked_softmax(scores, allowed)
+        require_no_underflow(weights, allowed, dtype)
+        return weights.to(dtype)
     scores = scores.masked_fill(~allowed, float("-inf"))
     top = scores.amax(dim=-1, keepdim=True)
     top = torch.where(torch.isinf(top), torch.zeros_like(top), top).detach()
@@ -103,13 +113,17 @@ class DotProductAttention(nn.Module):
             The weights actually used (after dropout).
         """
         check_dot_product_inputs(queries, keys, values)
-        d_k = queries.shape[-1]
+        d_k, dtype = queries.shape[-1], queries.dtype                # float16: sums in float64
+        queries, keys, values = widened(queries), widened(keys), widened(values)
         scores = queries @ keys.transpose(-1, -2) / math.sqrt(d_k)   # (..., n_q, n_k)
         allowed = allowed_keys(scores, mask, valid_lens)             # (..., n_q, n_k)
         require_finite_scores(scores, allowed, "queries @ keysᵀ / sqrt(d_k) must be finite "
                               "where the mask allows a key; rescale queries or keys")
-        weights = self.dropout(_masked_softmax(scores, allowed))
-        return weights @ values, weights                             # (..., n_q, d_v)
+        weights = _masked_softmax(scores, allowed)
+        if dtype != weights.dtype:
+            require_no_underflow(weights, allowed, dtype)
+        weights = self.dropout(weights)
+        return (weights @ values).to(dtype), weights.to(dtype)      # (..., n_q, d_v)
 
 
 class AdditiveAttention(nn.Module):
@@ -179,7 +193,7 @@ class AdditiveAttention(nn.Module):
                               "where the mask allows a key; check queries, keys and the "
                               "parameters")
         weights = self.dropout(_masked_softmax(scores, allowed))
-        return weights @ values, weights
+        return (widened(weights) @ widened(values)).to(values.dtype), weights
 
 
 class NWKernelRegression(nn.Module):
@@ -250,8 +264,10 @@ class NWKernelRegression(nn.Module):
         require_finite_scores(scores, torch.ones_like(scores, dtype=torch.bool),
                               f"|x_query - x_keys| * |w| is too large (w = "
                               f"{self.w.item():g}); use a smaller w, a wider kernel")
-        weights = torch.softmax(scores, dim=1)
-        return (weights * y_values).sum(dim=1), weights              # (n_q,), (n_q, n_k)
+        weights = torch.softmax(widened(scores), dim=1)               # float16: sum in float64
+        require_no_underflow(weights, torch.ones_like(scores, dtype=torch.bool), scores.dtype)
+        y_hat = (weights * widened(y_values)).sum(dim=1)             # (n_q,)
+        return y_hat.to(scores.dtype), weights.to(scores.dtype)     # (n_q,), (n_q, n_k)
 
 
 # =============================================================================
@@ -294,14 +310,17 @@ class KVCache:
         Returns
         -------
         k, v : torch.Tensor, shape (batch, n_heads, n_past + n_new, d_head)
+
+        Raises
+        ------
+        TypeError, ValueError
+            If k and v are not floating-point tensors of one shape and dtype
+            that match the cache, or hold NaN or inf.
         """
+        check_cache_append(self.k, k, v)
         if self.k is None:
             self.k, self.v = k, v
         else:
-            if k.shape[:2] != self.k.shape[:2] or k.shape[-1] != self.k.shape[-1]:
-                raise ValueError(f"k must have shape (batch, n_heads, n_new, d_head) = "
-                                 f"({self.k.shape[0]}, {self.k.shape[1]}, n_new, "
-                                 f"{self.k.shape[-1]}) to join the cache; got {tuple(k.shape)}")
             self.k = torch.cat([self.k, k], dim=-2)
             self.v = torch.cat([self.v, v], dim=-2)
         return self.k, self.v
@@ -342,8 +361,9 @@ class CausalSelfAttention(nn.Module):
         max_len = positive_int(max_len, "max_len")
         if d_model % n_heads:
             raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
-        if not 0.0 <= dropout < 1.0:
+        if probability(dropout) == 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+        bias = flag(bias, "bias")
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
@@ -367,6 +387,10 @@ class CausalSelfAttention(nn.Module):
             n_k = n without a cache and n_past + n with one. The weights returned
             are the ones used, after dropout.
         """
+        x = float_tensor(x, "x", 3, "(batch, n, d_model)")
+        require_same_dtype(self.qkv.weight, "the module's parameters", x=x)
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, "
                              f"{self.d_model}); got {tuple(x.shape)}")
@@ -376,18 +400,25 @@ class CausalSelfAttention(nn.Module):
             raise ValueError(f"n_past + n = {n_past} + {n} tokens exceed max_len = "
                              f"{self.mask.shape[0]}, the length the causal mask covers")
         h, d_head = self.n_heads, self.d_head
-        q, k, v = self.qkv(x).split(self.d_model, dim=-1)       # 3 x (batch, n, d_model)
+        qkv = self.qkv(x)                                       # (batch, n, 3 d_model)
+        require_finite_result(qkv, "the projection qkv(x)")
+        q, k, v = qkv.split(self.d_model, dim=-1)               # 3 x (batch, n, d_model)
         q = q.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
         k = k.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
         v = v.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
         if cache is not None:
             k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
         n_k = k.shape[-2]                                       # n_past + n
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)   # (batch, h, n, n_k)
+        scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(d_head)  # (batch, h, n, n_k)
         # query i sits at position n_past + i and may see keys 0..n_past + i
         allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
+        require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
+                              "x, or use float64")
         scores = scores.masked_fill(~allowed, float("-inf"))
         weights = self.dropout(torch.softmax(scores, dim=-1))   # (batch, h, n, n_k)
-        heads = weights @ v                                     # (batch, h, n, d_head)
+        heads = (weights @ widened(v)).to(x.dtype)              # (batch, h, n, d_head)
+        weights = weights.to(x.dtype)
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
-        return self.proj(merged), weights                       # (batch, n, d_model)
+        output = self.proj(merged)                              # (batch, n, d_model)
+        require_finite_result(output, "the output projection proj(heads)")
+        return output, weights

@@ -23,7 +23,15 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from ._checks import as_real, positive_int, positive_number, require_finite, require_ndim
+from ._checks import (
+    as_real,
+    flag,
+    labels_for,
+    positive_int,
+    positive_number,
+    require_finite,
+    require_ndim,
+)
 
 __all__ = ["heatmap", "heatmap_grid", "new_figure", "word_scatter", "CMAP", "GROUP_COLORS"]
 
@@ -164,16 +172,19 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
         raise ValueError(f"weights must have at least one row and one column; got shape "
                          f"{w.shape}")
     for name, labels, n in (("row_labels", row_labels, n_q), ("col_labels", col_labels, n_k)):
+        labels_for(labels, name, None)
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} must have one label per {'row' if name[0] == 'r' else 'column'}"
                              f" of weights {w.shape}: expected {n}, got {len(labels)}")
+    if ax is not None and not hasattr(ax, "imshow"):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
     for name, bound in (("vmin", vmin), ("vmax", vmax)):
         if bound is not None:
             require_finite(as_real(bound, name), name)
     if vmin is not None and vmax is not None and vmin > vmax:
         raise ValueError(f"vmin must not exceed vmax; got vmin = {vmin}, vmax = {vmax}")
-    if annotate is None:
-        annotate = w.size <= ANNOTATE_MAX_CELLS
+    colorbar = flag(colorbar, "colorbar")
+    annotate = w.size <= ANNOTATE_MAX_CELLS if annotate is None else flag(annotate, "annotate")
     if annotate and w.size > ANNOTATE_LIMIT:
         raise ValueError(f"annotate=True writes one label per cell; weights {w.shape} has "
                          f"{w.size} cells, more than ANNOTATE_LIMIT = {ANNOTATE_LIMIT}")
@@ -258,13 +269,17 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
     -------
     matplotlib.figure.Figure
     """
-    if matrices is None or isinstance(matrices, (str, bytes)):
+    if matrices is None or isinstance(matrices, (str, bytes)) or not hasattr(
+            matrices, "__iter__") or (isinstance(matrices, np.ndarray) and matrices.ndim == 0):
         raise TypeError(f"matrices must be a sequence of (n_q, n_k) arrays or an array "
                         f"(m, n_q, n_k); got {type(matrices).__name__}")
     mats = []
     for i, m in enumerate(matrices):
         m = as_real(m, f"matrices[{i}]")
         require_ndim(m, f"matrices[{i}]", (1, 2), "(n_q, n_k) or (n_k,)")
+        if m.size == 0:
+            raise ValueError(f"matrices[{i}] must have at least one row and one column; got "
+                             f"shape {m.shape}")
         mats.append(np.atleast_2d(m))
     if not mats:
         raise ValueError("matrices must hold at least one matrix; got none")
@@ -272,6 +287,7 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
     if len(shapes) > 1:
         raise ValueError(f"matrices must all have one shape (they share labels and a layout); "
                          f"got shapes {[m.shape for m in mats]}")
+    labels_for(titles, "titles", None, strings=True)
     if titles is not None and len(titles) != len(mats):
         raise ValueError(f"titles must have one entry per matrix: expected "
                          f"{len(mats)}, got {len(titles)}")
@@ -366,6 +382,8 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
     if not isinstance(vectors, dict):
         raise TypeError(f"vectors must be a dict {{word: (2,) vector}}, got "
                         f"{type(vectors).__name__}")
+    if not vectors:
+        raise ValueError("vectors must hold at least one word; got an empty dict")
     for word, v in vectors.items():
         v = as_real(v, f"vectors[{word!r}]")
         if v.shape != (2,):

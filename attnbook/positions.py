@@ -43,7 +43,7 @@ def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
         raise ValueError(f"d must be even (the encoding pairs a sine with a cosine "
                          f"per frequency); got d = {d}")
     base = positive_number(base, "base")
-    angles = np.arange(n)[:, None] * _frequencies(d, base)[None, :]   # (n, d/2)
+    angles = _angles(np.arange(n, dtype=float), d, base, "positions 0..n-1")   # (n, d/2)
     pe = np.empty((n, d))
     pe[:, 0::2] = np.sin(angles)                                      # columns 2i
     pe[:, 1::2] = np.cos(angles)                                      # columns 2i+1
@@ -85,12 +85,16 @@ def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
                          f"of shape {x.shape}; got positions of shape {p.shape}")
     require_finite(p, "positions")
     base = positive_number(base, "base")
-    angles = p[:, None] * _frequencies(d, base)[None, :]               # (n, d/2)
+    angles = _angles(p, d, base, "positions")                           # (n, d/2)
     cos, sin = np.cos(angles), np.sin(angles)                          # (n, d/2)
     even, odd = x[..., 0::2], x[..., 1::2]                             # (..., n, d/2)
     out = np.empty_like(x)
-    out[..., 0::2] = even * cos - odd * sin
-    out[..., 1::2] = even * sin + odd * cos
+    with np.errstate(over="ignore", invalid="ignore"):                  # named below
+        out[..., 0::2] = even * cos - odd * sin
+        out[..., 1::2] = even * sin + odd * cos
+    if not np.isfinite(out).all():
+        raise ValueError(f"the rotated x overflows float64 (a pair's length exceeds "
+                         f"about 1.8e308; largest |x| {np.abs(x).max():g}); rescale x")
     return out
 
 
@@ -99,7 +103,26 @@ def _frequencies(d: int, base: float) -> np.ndarray:
     return base ** (-np.arange(0, d, 2) / d)
 
 
+def _angles(p: np.ndarray, d: int, base: float, what: str) -> np.ndarray:
+    """p_j * w_i, shape (n, d/2); raises if a frequency or an angle overflows float64
+    (a base < 1 makes the frequencies grow, up to 1/base)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = _frequencies(d, base)                                       # (d/2,)
+        angles = p[:, None] * w[None, :]                                # (n, d/2)
+    if not np.isfinite(w).all():
+        raise ValueError(f"base = {base:g} is too small for d = {d}: the frequency "
+                         f"1/base^(2i/d) of the last pair overflows float64; use a base "
+                         f">= {np.finfo(float).max ** (-d / (d - 2)):.3g}")
+    if not np.isfinite(angles).all():
+        raise ValueError(f"the angles p / base^(2i/d) overflow float64 for {what} up to "
+                         f"{np.abs(p).max():g} with base = {base:g}; use a larger base or "
+                         f"smaller positions")
+    return angles
+
+
 def _whole(k, name: str, smallest: int) -> int:
+    if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu":
+        k = k.item()                                                    # a 0-d integer array
     if isinstance(k, (bool, np.bool_)) or not isinstance(k, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= {smallest}, got "
                         f"{type(k).__name__} {k!r}")
