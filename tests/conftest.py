@@ -4,8 +4,6 @@ configuration, server and browser flags come from `tools.project`."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -30,19 +28,10 @@ def require_chromium() -> str:
 @pytest.fixture(scope="session")
 def built_book(testrun_uid):
     """Build the book strictly once per test run, even if several pytest-xdist
-    workers ask for it (a file lock makes the others wait); return _build/html."""
-    from filelock import FileLock
-    (ROOT / "_build").mkdir(exist_ok=True)
-    done = ROOT / "_build" / f".built-{testrun_uid}"
-    with FileLock(str(ROOT / "_build" / ".build.lock")):
-        if not done.exists():
-            for old in (ROOT / "_build").glob(".built-*"):
-                old.unlink()
-            proc = subprocess.run([sys.executable, "-m", "tools.build_book", "--all"],
-                                  cwd=ROOT, capture_output=True, text=True)
-            done.write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
-    returncode, _, output = done.read_text().partition("\n")
-    if returncode != "0":
+    workers ask for it (tests/nbrun.py's build_once); return _build/html."""
+    from nbrun import build_once
+    ok, output = build_once(testrun_uid)
+    if not ok:
         tail = "\n".join(output.splitlines()[-60:])
         pytest.fail(f"the strict book build failed:\n{tail}", pytrace=False)
     return ROOT / "_build" / "html"

@@ -1,36 +1,32 @@
-"""Execute a chapter once per test process, as the build does
-(`tools.build_book.execute_notebook`), and read what it glued.
+"""The chapters as the build executed them, and a way to execute one anew.
+
+`executed(name)` reads a chapter from the build's execution cache: the book
+is built once per test run (`build_once`, shared with the `built_book`
+fixture), and the tests read what that build computed instead of executing
+every chapter a second time. `run` executes a notebook in a fresh kernel as
+the build does, for tests that change it or its environment
+(tests/test_platforms.py, tests/test_truth.py).
 
 Cells tagged `remove-cell` are not shown in the book, so a reader who types
 the visible code never runs them. They may only glue numbers into the prose
-(tests/test_truth.py checks that statically), and here they run in a
-namespace of their own: a visible cell that uses a name only a removed cell
-defines fails with a NameError, as it would for the reader.
+(tests/test_truth.py checks that statically), and the build runs them in a
+namespace of their own (`tools.build_book.isolate_removed_cells`): a
+visible cell that uses a name only a removed cell defines fails with a
+NameError, as it would for the reader.
 """
 from __future__ import annotations
 
 import functools
 import os
-import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
 from nbclient.exceptions import CellExecutionError
 
-from tools.build_book import execute_notebook
-from tools.project import ROOT
-
-
-def is_removed(cell) -> bool:
-    return cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", [])
-
-
-def isolate_removed_cells(nb: nbformat.NotebookNode) -> None:
-    """Make every removed cell run in a copy of the globals: it can read the
-    visible cells' names and glue, but nothing it binds reaches later cells."""
-    for cell in nb.cells:
-        if is_removed(cell):
-            cell.source = f"exec({cell.source!r}, dict(globals()))"
+from tools.build_book import describe_failure, execute_notebook, isolate_removed_cells
+from tools.project import ROOT, config
 
 
 def run(nb: nbformat.NotebookNode, where: str, cwd: Path,
@@ -40,40 +36,48 @@ def run(nb: nbformat.NotebookNode, where: str, cwd: Path,
     isolate_removed_cells(nb)
     err = execute_notebook(nb, cwd, env).err
     if err is not None:
-        code = [c for c in nb.cells if c.cell_type == "code"]
-        failed = next((i for i, c in enumerate(code)
-                       if any(o.output_type == "error" for o in c.get("outputs", []))), None)
-        cell = (f"code cell {failed + 1} of {len(code)} (cell id {code[failed].get('id')})"
-                if failed is not None else "a cell")
-        raise CellExecutionError(f"{where}, {cell} failed:\n{err}",
+        raise CellExecutionError(describe_failure(nb, where, err),
                                  getattr(err, "ename", type(err).__name__),
                                  getattr(err, "evalue", str(err)))
     return nb
 
 
+def build_once(run_id: str | None = None) -> tuple[bool, str]:
+    """Build the book strictly (`tools.build_book --all`) once per test run,
+    even if several pytest-xdist workers ask (a file lock makes the others
+    wait); (it passed, its output)."""
+    from filelock import FileLock
+    run_id = run_id or os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+    (ROOT / "_build").mkdir(exist_ok=True)
+    done = ROOT / "_build" / f".built-{run_id}"
+    with FileLock(str(ROOT / "_build" / ".build.lock")):
+        if not done.exists():
+            for old in (ROOT / "_build").glob(".built-*"):
+                old.unlink()
+            proc = subprocess.run([sys.executable, "-m", "tools.build_book", "--all"],
+                                  cwd=ROOT, capture_output=True, text=True)
+            done.write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
+    returncode, _, output = done.read_text().partition("\n")
+    return returncode == "0", output
+
+
 @functools.lru_cache(maxsize=None)
 def executed(name: str) -> nbformat.NotebookNode:
-    """The chapter `chapters/<name>.ipynb`, executed in a fresh python3 kernel
-    once per test run: under pytest-xdist the first worker that asks executes
-    it and saves it in _build/.test-executed/<run>/, and the others read that."""
+    """The chapter `chapters/<name>.ipynb` as this test run's build executed it."""
+    from jupyter_cache import get_cache
+    ok, output = build_once()
     path = ROOT / "chapters" / f"{name}.ipynb"
-    where = f"chapters/{name}.ipynb"
-    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if not run_id:
-        return run(nbformat.read(path, as_version=4), where, path.parent)
-    from filelock import FileLock
-    shared = ROOT / "_build" / ".test-executed"
-    for old in shared.glob("*"):
-        if old.name != run_id:                       # earlier runs' notebooks
-            shutil.rmtree(old, ignore_errors=True)
-    saved = shared / run_id / f"{name}.ipynb"
-    saved.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(f"{saved}.lock"):
-        if saved.exists():
-            return nbformat.read(saved, as_version=4)
-        nb = run(nbformat.read(path, as_version=4), where, path.parent)
-        nbformat.write(nb, saved)
-        return nb
+    cache = get_cache(str(ROOT / config()["execute"]["cache"]))
+    try:
+        _, nb = cache.merge_match_into_notebook(nbformat.read(path, as_version=4))
+    except KeyError:
+        failed = [line for line in output.splitlines() if "FAILED" in line]
+        raise CellExecutionError(
+            f"chapters/{name}.ipynb was not executed by the build"
+            + (":\n" + "\n".join(failed[-40:]) if failed else
+               " (it passed: is the chapter in _toc.yml?)" if ok else
+               ":\n" + "\n".join(output.splitlines()[-40:])), "BuildError", "") from None
+    return nb
 
 
 def glued(name: str) -> dict[str, str]:

@@ -17,8 +17,9 @@ import re
 
 import nbformat
 import pytest
-from nbrun import is_removed, run
+from nbrun import run
 
+from tools.build_book import is_removed
 from tools.project import ROOT, chapter_notebooks, toc_files
 
 CHAPTERS = chapter_notebooks()
@@ -177,9 +178,15 @@ def test_every_comparison_in_the_prose_is_glued_or_checked_by_a_named_test():
 # --- the built pages -------------------------------------------------------
 
 def soup(built_book, stem):
+    """The built page, each typeset formula replaced by its TeX source (which
+    KaTeX keeps in the formula's MathML annotation)."""
     from bs4 import BeautifulSoup
-    return BeautifulSoup((built_book / "chapters" / f"{stem}.html").read_text(encoding="utf-8"),
+    page = BeautifulSoup((built_book / "chapters" / f"{stem}.html").read_text(encoding="utf-8"),
                          "html.parser")
+    for formula in page.select(".katex"):
+        tex = formula.select_one('annotation[encoding="application/x-tex"]')
+        formula.replace_with(tex.get_text() if tex else formula.get_text())
+    return page
 
 
 @pytest.mark.book

@@ -183,6 +183,41 @@ def execute_notebook(nb, cwd: Path, env: dict[str, str] | None = None):
                                    shutdown_kernel="immediate")
 
 
+def is_removed(cell) -> bool:
+    """A code cell tagged `remove-cell`: not shown in the book at all."""
+    return cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", [])
+
+
+def isolate_removed_cells(nb) -> dict[int, str]:
+    """Make every removed cell of `nb` run in a copy of the globals: it can read
+    the visible cells' names and glue, but nothing it binds reaches later
+    cells. A reader who types the visible code never runs the removed cells,
+    so a visible cell that needs a name only a removed cell defines fails
+    here with a NameError, as it would for the reader. Returns {index:
+    original source}, for `restore_sources`."""
+    saved = {}
+    for i, cell in enumerate(nb.cells):
+        if is_removed(cell):
+            saved[i] = cell.source
+            cell.source = f"exec({cell.source!r}, dict(globals()))"
+    return saved
+
+
+def restore_sources(nb, saved: dict[int, str]) -> None:
+    for i, source in saved.items():
+        nb.cells[i].source = source
+
+
+def describe_failure(nb, where: str, err) -> str:
+    """'<where>, code cell i of n (cell id ...) failed:' and the error."""
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    failed = next((i for i, c in enumerate(code)
+                   if any(o.output_type == "error" for o in c.get("outputs", []))), None)
+    cell = (f"code cell {failed + 1} of {len(code)} (cell id {code[failed].get('id')})"
+            if failed is not None else "a cell")
+    return f"{where}, {cell} failed:\n{err}"
+
+
 def code_hashes() -> dict[str, str]:
     """{notebook: digest of its kernel and code cells}, what the cache keys on."""
     hashes = {}
@@ -196,28 +231,37 @@ def code_hashes() -> dict[str, str]:
 
 
 def _execute(path: Path):
-    """Worker: execute one notebook file; (path, executed notebook, seconds, failed)."""
+    """Worker: execute one notebook file, its removed cells isolated
+    (`isolate_removed_cells`); (path, executed notebook with its own sources,
+    seconds, what failed or None)."""
     import nbformat
     nb = nbformat.read(path, as_version=4)
+    saved = isolate_removed_cells(nb)
     result = execute_notebook(nb, path.parent)
-    return path, nb, result.time, result.err is not None
+    restore_sources(nb, saved)
+    failure = (None if result.err is None else
+               describe_failure(nb, str(path.relative_to(ROOT)), result.err))
+    return path, nb, result.time, failure
 
 
-def pre_execute(cache_path: Path) -> None:
+def pre_execute(cache_path: Path) -> list[str]:
     """Execute the notebooks the cache lacks, one per core and the longest
     first, and cache them as jupyter-book's cache mode would. This beat
     jupyter-cache's own "local-parallel" executor on a clean cache, side by
     side on this 2-core machine: 133 s against 149 s, then 87 s against 131 s
     (that executor hands out notebooks in pairs, in TOC order, so a long one
-    can run last, alone). A notebook that fails is left out of the cache:
-    jupyter-book then runs it itself and reports the failure as usual."""
+    can run last, alone). Removed cells run isolated (`isolate_removed_cells`),
+    as for a reader; the tests read these executions from the cache rather
+    than executing the chapters again (tests/nbrun.py). Returns what failed,
+    one message per notebook, each naming the cell; a notebook that fails is
+    left out of the cache."""
     # Fast path: the code of every notebook is as when it was last cached here
     # (the stamp lives inside the cache, so emptying the cache drops it too);
     # asking jupyter-cache costs about a second of imports and validation.
     stamp = cache_path / "code-hashes.json"
     hashes = code_hashes()
     if stamp.exists() and json.loads(stamp.read_text()) == hashes:
-        return
+        return []
     import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
@@ -235,18 +279,18 @@ def pre_execute(cache_path: Path) -> None:
         start = time.perf_counter()
         todo.sort(key=lambda p: -p.stat().st_size)      # longest (roughly) first
         with ProcessPoolExecutor(workers) as pool:
-            for path, nb, seconds, err in pool.map(_execute, todo):
-                if err:
-                    log(f"{path.relative_to(ROOT)} failed; the build will run it again "
-                        "and say why")
-                    failed.append(str(path.relative_to(ROOT)))
+            for path, nb, seconds, failure in pool.map(_execute, todo):
+                if failure:
+                    failed.append(failure)
                     continue
                 record = cache.add_nb_to_project(str(path))
                 cache.cache_notebook_bundle(CacheBundleIn(
                     nb, record.uri, data={"execution_seconds": seconds}),
                     check_validity=False, overwrite=True)
         log(f"executed in {time.perf_counter() - start:.0f} s")
-    stamp.write_text(json.dumps({k: v for k, v in hashes.items() if k not in failed}, indent=1))
+    if not failed:
+        stamp.write_text(json.dumps(hashes, indent=1))
+    return failed
 
 
 #: jupyter-book's command line, without jsonschema's optional IRI format checker:
@@ -388,7 +432,13 @@ def main() -> int:
     cache_path = ROOT / config()["execute"]["cache"]
     if force:
         shutil.rmtree(cache_path, ignore_errors=True)
-    pre_execute(cache_path)
+    failed = pre_execute(cache_path)
+    if failed:
+        for message in failed:
+            for line in message.splitlines():
+                log("FAILED: " + line)
+        log(f"the strict build FAILED: {len(failed)} notebook(s) did not execute")
+        return 1
     shutil.rmtree(ROOT / "_build" / "html" / "reports", ignore_errors=True)
     # Only a successful build with the same inputs may be updated in place.
     stamp = ROOT / "_build" / ".last-good-build"
