@@ -37,7 +37,12 @@ def _heads(d_model, n_heads, n_kv_heads) -> tuple[int, int, int]:
 
 
 def _check_x(x, d_model: int, reference: torch.Tensor) -> torch.Tensor:
-    x = float_tensor(x, "x", 3, "(batch, n, d_model)")
+    """x as a float tensor (batch, n, d_model) of the parameters' dtype, without
+    NaN or inf (a tensor on the meta device has shapes only, and is not read)."""
+    if isinstance(x, torch.Tensor) and x.is_meta and x.dtype.is_floating_point:
+        pass
+    else:
+        x = float_tensor(x, "x", 3, "(batch, n, d_model)")
     if x.dim() != 3 or x.shape[-1] != d_model:
         raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, {d_model}); "
                          f"got {tuple(x.shape)}")
@@ -287,8 +292,8 @@ class TinyGPT(nn.Module):
         self.head.weight = self.tok_emb.weight                    # weight tying
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
-            for module in self.modules():
-                if isinstance(module, (nn.Linear, nn.Embedding)):
+            for module in self.modules():       # (nothing to draw on the meta device)
+                if isinstance(module, (nn.Linear, nn.Embedding)) and not module.weight.is_meta:
                     module.weight.copy_(torch.randn(module.weight.shape,
                                                     generator=generator) * 0.02)
                 if isinstance(module, nn.Linear) and module.bias is not None:
