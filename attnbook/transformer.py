@@ -65,7 +65,8 @@ class GroupedQueryAttention(nn.Module):
     ``nn.Linear(d_model, d_model)``, and ``kv``,
     ``nn.Linear(d_model, 2 n_kv_heads d_head)`` (keys, then values), and the
     output projection ``proj``. A `attnbook.nn.KVCache` passed to `forward`
-    stores only the n_kv_heads heads, which is what GQA saves.
+    stores only the n_kv_heads heads, which is what GQA saves. There is no
+    dropout on the weights.
 
     Parameters
     ----------
