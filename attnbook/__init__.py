@@ -2,8 +2,8 @@
 
 The numpy core (`core`, `kernel`, `scoring`, `positions`, `blockwise`) is
 imported here. The other modules (`attnbook.plots`, `attnbook.explorers`,
-`attnbook.nn` and `attnbook.learn`, the only two that import torch, and the
-rest) load on first use, as `attnbook.<name>` or by an import, so
+`attnbook.nn`, `attnbook.transformer` and `attnbook.learn`, the only three
+that import torch, and the rest) load on first use, as `attnbook.<name>` or by an import, so
 `import attnbook` stays fast and torch-free.
 """
 from __future__ import annotations
@@ -20,17 +20,18 @@ from .core import (
     softmax,
 )
 from .kernel import gaussian_scores, nadaraya_watson, toy_function, toy_regression_data
-from .positions import rotate, sinusoidal_positions
+from .positions import rotate, rotate_half, sinusoidal_positions
 from .scoring import additive_scores
 
 __version__ = "0.1.0"
 __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "self_attention", "SelfAttention", "causal_mask", "gaussian_scores",
            "nadaraya_watson", "toy_function", "toy_regression_data",
-           "additive_scores", "sinusoidal_positions", "rotate", "blockwise_attention"]
+           "additive_scores", "sinusoidal_positions", "rotate", "rotate_half",
+           "blockwise_attention"]
 
 _SUBMODULES = {"analysis", "bugs", "examples", "explorers", "glue", "learn", "multihead",
-               "nn", "plots"}
+               "nn", "plots", "transformer"}
 
 
 def __getattr__(name: str):

@@ -7,6 +7,10 @@ Inputs are checked as the numpy functions check theirs, with the same
 wording: floating-point tensors of one dtype, the shapes the docstrings give,
 no NaN or inf, and scores that overflow raise instead of posing as a
 masked row. Masks and valid_lens may be tensors, numpy arrays or lists.
+
+Chapter 14's Block, TinyGPT and GroupedQueryAttention are defined and
+documented in attnbook.transformer; ``attnbook.nn.Block`` and
+``from attnbook.nn import TinyGPT`` load them on first use.
 """
 from __future__ import annotations
 
@@ -422,3 +426,18 @@ class CausalSelfAttention(nn.Module):
         output = self.proj(merged)                              # (batch, n, d_model)
         require_finite_result(output, "the output projection proj(heads)")
         return output, weights
+
+
+# =============================================================================
+# Chapter 14: the whole block. Block, TinyGPT and GroupedQueryAttention live in
+# attnbook.transformer (which imports this module); they load on first use.
+# =============================================================================
+
+_TRANSFORMER = ("Block", "TinyGPT", "GroupedQueryAttention")
+
+
+def __getattr__(name: str):
+    if name in _TRANSFORMER:
+        from . import transformer
+        return getattr(transformer, name)
+    raise AttributeError(f"module 'attnbook.nn' has no attribute {name!r}")

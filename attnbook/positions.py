@@ -12,7 +12,7 @@ import numpy as np
 
 from ._checks import as_real, positive_number, require_finite, require_ndim
 
-__all__ = ["sinusoidal_positions", "rotate"]
+__all__ = ["sinusoidal_positions", "rotate", "rotate_half"]
 
 
 def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
@@ -96,6 +96,52 @@ def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
         raise ValueError(f"the rotated x overflows float64 (a pair's length exceeds "
                          f"about 1.8e308; largest |x| {np.abs(x).max():g}); rescale x")
     return out
+
+
+def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
+    """RoPE in the "rotate-half" layout of LLaMA and Hugging Face code.
+
+    Taught in :doc:`/chapters/14_the_whole_block` (chapter 14). The
+    interleaved layout is `rotate` (chapter 11).
+
+    Column i is paired with column i + d/2 instead of its neighbour:
+    ``x * cos + rotate_half(x) * sin`` with ``rotate_half(x) = [-x2, x1]``
+    for the halves x1, x2 of each row. It is `rotate` up to a fixed
+    permutation of the columns: with ``perm = [0, 2, ..., d-2, 1, 3, ...,
+    d-1]``, ``rotate_half(x[..., perm], p) == rotate(x, p)[..., perm]``.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., n, d)
+        Queries or keys, one row per token; d must be even.
+    positions : array_like, shape (n,)
+        The position of each row (integers, or any real numbers).
+    base : float, default 10000.0
+        A finite number > 0, as in `rotate`.
+
+    Returns
+    -------
+    ndarray, shape of x
+        The pair (x[..., i], x[..., i + d/2]) of the row at position p is
+        rotated by the angle p / base^(2i/d).
+    """
+    x = as_real(x, "x")
+    require_ndim(x, "x", ">=2", "(..., n, d)")
+    require_finite(x, "x")
+    n, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"x must have an even width d (RoPE rotates pairs of "
+                         f"columns); got x of shape {x.shape}")
+    p = as_real(positions, "positions")
+    if p.shape != (n,):
+        raise ValueError(f"positions must have shape (n,) = ({n},), one per row of x "
+                         f"of shape {x.shape}; got positions of shape {p.shape}")
+    require_finite(p, "positions")
+    base = positive_number(base, "base")
+    angles = p[:, None] * _frequencies(d, base)[None, :]               # (n, d/2)
+    cos, sin = np.cos(angles), np.sin(angles)                          # (n, d/2)
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]                        # (..., n, d/2)
+    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
 
 def _frequencies(d: int, base: float) -> np.ndarray:

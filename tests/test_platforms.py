@@ -1,4 +1,5 @@
-"""The chapters that train or iterate say the same on every machine.
+"""The chapters that train, iterate or measure random weights say the same on
+every machine.
 
 Training amplifies last-bit differences: another CPU (ATen's vectorised
 kernels follow the CPU capability), another BLAS kernel (MKL picks by
@@ -80,3 +81,11 @@ def test_the_seed_line_is_found_and_replaced():
     changed = with_seed(nb, 7)
     assert any(c.source.startswith("seed = 7") or "\nseed = 7" in c.source
                for c in changed.cells if c.cell_type == "code")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setup", [s for s in SETUPS if s != "native"])
+def test_chapter_14_claims_from_random_initialisation_hold_on_other_machines(setup):
+    """Chapter 14 trains nothing, but its gradient comparisons and residual-stream
+    sizes come from random weights in float32; they must not depend on rounding."""
+    execute("14_the_whole_block", setup)

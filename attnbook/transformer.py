@@ -1,0 +1,374 @@
+"""The whole Transformer block and a tiny GPT around it (chapter 14), in torch.
+
+`Block` wraps chapter 12's `attnbook.nn.CausalSelfAttention` (or, with
+``n_kv_heads``, `GroupedQueryAttention`) in layer normalisation, a
+feed-forward network and two residual connections, pre-LN by default and
+post-LN by flag. `TinyGPT` stacks blocks between token and position
+embeddings and a readout tied to the token embeddings. The three classes are
+also reachable as ``attnbook.nn.Block``, ``attnbook.nn.TinyGPT`` and
+``attnbook.nn.GroupedQueryAttention``. As everywhere in attnbook, a forward
+returns the attention weights it used instead of storing them.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._checks import integer_at_least, positive_int
+from ._checks_torch import float_tensor, require_same_dtype
+from .nn import CausalSelfAttention, KVCache
+
+__all__ = ["GroupedQueryAttention", "Block", "TinyGPT"]
+
+
+def _heads(d_model, n_heads, n_kv_heads) -> tuple[int, int, int]:
+    """Checked (d_model, n_heads, n_kv_heads); n_kv_heads None means n_heads."""
+    d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
+    if d_model % n_heads:
+        raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
+    n_kv_heads = n_heads if n_kv_heads is None else positive_int(n_kv_heads, "n_kv_heads")
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads must divide n_heads = {n_heads} (each key-value "
+                         f"head serves n_heads / n_kv_heads query heads); got "
+                         f"n_kv_heads = {n_kv_heads}")
+    return d_model, n_heads, n_kv_heads
+
+
+def _check_x(x, d_model: int, reference: torch.Tensor) -> torch.Tensor:
+    """x as a float tensor (batch, n, d_model) of the parameters' dtype, without
+    NaN or inf (a tensor on the meta device has shapes only, and is not read)."""
+    if isinstance(x, torch.Tensor) and x.is_meta and x.dtype.is_floating_point:
+        pass
+    else:
+        x = float_tensor(x, "x", 3, "(batch, n, d_model)")
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, {d_model}); "
+                         f"got {tuple(x.shape)}")
+    require_same_dtype(reference, "the module's parameters", x=x)
+    return x
+
+
+class GroupedQueryAttention(nn.Module):
+    """Causal attention in which groups of query heads share one key-value head.
+
+    Taught in :doc:`/chapters/14_the_whole_block` (chapter 14).
+
+    Grouped-query attention (GQA): h query heads, but only n_kv_heads heads
+    of keys and values; query head i uses key-value head
+    ``i // (n_heads // n_kv_heads)``, the grouping of
+    ``scaled_dot_product_attention(..., enable_gqa=True)``. n_kv_heads = h
+    is chapter 12's multi-head attention, n_kv_heads = 1 is multi-query
+    attention (MQA). Unlike `attnbook.nn.CausalSelfAttention`, whose fused
+    ``qkv`` map copies into ``nn.MultiheadAttention``, the layers are ``q``,
+    ``nn.Linear(d_model, d_model)``, and ``kv``,
+    ``nn.Linear(d_model, 2 n_kv_heads d_head)`` (keys, then values), and the
+    output projection ``proj``. A `attnbook.nn.KVCache` passed to `forward`
+    stores only the n_kv_heads heads, which is what GQA saves. There is no
+    dropout on the weights.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the tokens.
+    n_heads : int
+        Number of query heads h, which must divide d_model.
+    n_kv_heads : int, optional
+        Number of key-value heads; must divide n_heads. Default: n_heads.
+    max_len : int, default 1024
+        Longest sequence (with a cache: n_past + n) the causal mask covers.
+    bias : bool, default True
+        Whether the linear maps have biases.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
+                 max_len: int = 1024, bias: bool = True):
+        super().__init__()
+        d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
+        max_len = positive_int(max_len, "max_len")
+        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
+        self.d_head = d_model // n_heads
+        self.q = nn.Linear(d_model, d_model, bias=bias)
+        self.kv = nn.Linear(d_model, 2 * n_kv_heads * self.d_head, bias=bias)
+        self.proj = nn.Linear(d_model, d_model, bias=bias)
+        self.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
+                             persistent=False)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+        """Attend causally over x (and the cached tokens, if a cache is given).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (batch, n, d_model)
+        cache : KVCache, optional
+            Appended to in place with keys and values of shape
+            (batch, n_kv_heads, n, d_head).
+
+        Returns
+        -------
+        output : torch.Tensor, shape (batch, n, d_model)
+        weights : torch.Tensor, shape (batch, n_heads, n, n_k)
+            n_k = n, or n_past + n with a cache.
+        """
+        x = _check_x(x, self.d_model, self.q.weight)
+        batch, n, _ = x.shape
+        n_past = 0 if cache is None else len(cache)
+        if n_past + n > self.mask.shape[0]:
+            raise ValueError(f"n_past + n = {n_past} + {n} tokens exceed max_len = "
+                             f"{self.mask.shape[0]}, the length the causal mask covers")
+        h, g, d_head = self.n_heads, self.n_kv_heads, self.d_head
+        q = self.q(x).view(batch, n, h, d_head).transpose(1, 2)   # (batch, h, n, d_head)
+        k, v = self.kv(x).split(g * d_head, dim=-1)               # 2 x (batch, n, g d_head)
+        k = k.view(batch, n, g, d_head).transpose(1, 2)           # (batch, g, n, d_head)
+        v = v.view(batch, n, g, d_head).transpose(1, 2)           # (batch, g, n, d_head)
+        if cache is not None:
+            k, v = cache.append(k, v)                             # (batch, g, n_k, d_head)
+        k = k.repeat_interleave(h // g, dim=1)                    # (batch, h, n_k, d_head)
+        v = v.repeat_interleave(h // g, dim=1)                    # (batch, h, n_k, d_head)
+        n_k = k.shape[-2]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)     # (batch, h, n, n_k)
+        allowed = self.mask[n_past:n_k, :n_k]                     # (n, n_k)
+        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        heads = weights @ v                                       # (batch, h, n, d_head)
+        merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
+        return self.proj(merged), weights
+
+
+class Block(nn.Module):
+    """One Transformer block: attention and an MLP, each with a residual connection.
+
+    Taught in :doc:`/chapters/14_the_whole_block` (chapter 14).
+
+    Pre-LN (GPT-2 and later; the default) normalises each sublayer's input
+    and adds its output to the residual stream::
+
+        x = x + attn(ln1(x));  x = x + mlp(ln2(x))
+
+    Post-LN (the original Transformer; ``pre_ln=False``) normalises after
+    each addition::
+
+        x = ln1(x + attn(x));  x = ln2(x + mlp(x))
+
+    The modules are ``ln1``, ``attn`` (chapter 12's `CausalSelfAttention`,
+    or `GroupedQueryAttention` when n_kv_heads is given), ``ln2`` and
+    ``mlp`` (``Linear(d_model, 4 d_model)``, exact GELU,
+    ``Linear(4 d_model, d_model)``): the layout of
+    ``torch.nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model,
+    dropout=0.0, activation="gelu", batch_first=True, norm_first=pre_ln)``.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the tokens.
+    n_heads : int
+        Number of attention heads h; must divide d_model.
+    n_kv_heads : int, optional
+        Key-value heads for grouped-query attention; must divide n_heads.
+        Default: ordinary multi-head attention.
+    max_len : int, default 1024
+        Longest sequence the causal mask covers.
+    pre_ln : bool, default True
+        True for pre-LN, False for post-LN.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
+                 max_len: int = 1024, pre_ln: bool = True):
+        super().__init__()
+        d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
+        if not isinstance(pre_ln, bool):
+            raise TypeError(f"pre_ln must be True or False, got {type(pre_ln).__name__} "
+                            f"{pre_ln!r}")
+        self.d_model, self.pre_ln = d_model, pre_ln
+        self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        if n_kv_heads == n_heads:
+            self.attn = CausalSelfAttention(d_model, n_heads, max_len=max_len)
+        else:
+            self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, max_len=max_len)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
+                                 nn.Linear(4 * d_model, d_model))
+
+    def writes(self, x: torch.Tensor, cache: KVCache | None = None):
+        """What a pre-LN block adds to the residual stream: x + a + m is its output.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (batch, n, d_model)
+        cache : KVCache, optional
+            As in `forward`.
+
+        Returns
+        -------
+        a : torch.Tensor, shape (batch, n, d_model)
+            The attention sublayer's output, ``attn(ln1(x))``.
+        m : torch.Tensor, shape (batch, n, d_model)
+            The MLP's output, ``mlp(ln2(x + a))``.
+        weights : torch.Tensor, shape (batch, n_heads, n, n_k)
+
+        Raises
+        ------
+        ValueError
+            For a post-LN block, whose output is not x plus anything.
+        """
+        if not self.pre_ln:
+            raise ValueError("writes needs a pre-LN block (pre_ln=True): a post-LN block "
+                             "normalises after each addition, so its output is not x plus "
+                             "what the sublayers add")
+        x = _check_x(x, self.d_model, self.ln1.weight)
+        a, weights = self.attn(self.ln1(x), cache)                # (batch, n, d_model)
+        m = self.mlp(self.ln2(x + a))                             # (batch, n, d_model)
+        return a, m, weights
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+        """Run the block.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (batch, n, d_model)
+        cache : KVCache, optional
+            Passed to the attention layer (generation one token at a time).
+
+        Returns
+        -------
+        output : torch.Tensor, shape (batch, n, d_model)
+        weights : torch.Tensor, shape (batch, n_heads, n, n_k)
+        """
+        if self.pre_ln:
+            a, m, weights = self.writes(x, cache)
+            return x + a + m, weights
+        x = _check_x(x, self.d_model, self.ln1.weight)
+        a, weights = self.attn(x, cache)
+        x = self.ln1(x + a)                                       # (batch, n, d_model)
+        return self.ln2(x + self.mlp(x)), weights
+
+
+class TinyGPT(nn.Module):
+    """A GPT-style language model: embeddings, n_layers blocks, a tied readout.
+
+    Taught in :doc:`/chapters/14_the_whole_block` (chapter 14).
+
+    Token embeddings plus learned position embeddings (GPT-2's), the
+    blocks, a final layer norm (pre-LN only; a post-LN stack already ends
+    in one) and the readout ``head``, whose weight *is* the token embedding
+    matrix (weight tying): ``model.head.weight is model.tok_emb.weight``.
+    Weights start as GPT-2's: normal with standard deviation 0.02, biases 0,
+    layer norms at scale 1 and shift 0; ``seed`` makes them reproducible.
+
+    Parameters
+    ----------
+    vocab : int
+        Number of token ids (the token embedding has vocab rows).
+    d_model : int
+        Width of the residual stream.
+    n_heads : int
+        Attention heads per block; must divide d_model.
+    n_layers : int
+        Number of blocks.
+    max_len : int
+        Longest sequence (the position embedding has max_len rows).
+    n_kv_heads : int, optional
+        Key-value heads per block (grouped-query attention).
+    pre_ln : bool, default True
+        Pre-LN blocks, or post-LN with False.
+    seed : int, default 0
+        Seeds the initial weights (a local generator; global state is kept).
+    """
+
+    def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int,
+                 max_len: int, n_kv_heads: int | None = None, pre_ln: bool = True,
+                 seed: int = 0):
+        super().__init__()
+        vocab, n_layers = positive_int(vocab, "vocab"), positive_int(n_layers, "n_layers")
+        max_len = positive_int(max_len, "max_len")
+        d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
+        seed = integer_at_least(seed, "seed", 0)
+        self.vocab, self.max_len, self.pre_ln = vocab, max_len, pre_ln
+        with torch.random.fork_rng(devices=[]):        # torch's default init draws
+            self.tok_emb = nn.Embedding(vocab, d_model)
+            self.pos_emb = nn.Embedding(max_len, d_model)
+            self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, max_len, pre_ln)
+                                        for _ in range(n_layers))
+            self.ln_f = nn.LayerNorm(d_model) if pre_ln else nn.Identity()
+            self.head = nn.Linear(d_model, vocab, bias=False)
+        self.head.weight = self.tok_emb.weight                    # weight tying
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for module in self.modules():       # (nothing to draw on the meta device)
+                if isinstance(module, (nn.Linear, nn.Embedding)) and not module.weight.is_meta:
+                    module.weight.copy_(torch.randn(module.weight.shape,
+                                                    generator=generator) * 0.02)
+                if isinstance(module, nn.Linear) and module.bias is not None:
+                    module.bias.zero_()
+
+    def _embed(self, idx) -> torch.Tensor:
+        if not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point \
+                or idx.dtype == torch.bool or idx.is_complex():
+            raise TypeError(f"idx must be a tensor of integer token ids, got "
+                            f"{type(idx).__name__}"
+                            + (f" of dtype {idx.dtype}" if isinstance(idx, torch.Tensor)
+                               else ""))
+        if idx.dim() != 2 or idx.shape[1] == 0:
+            raise ValueError(f"idx must have shape (batch, n) with n >= 1; got "
+                             f"{tuple(idx.shape)}")
+        if idx.shape[1] > self.max_len:
+            raise ValueError(f"idx has n = {idx.shape[1]} tokens, more than max_len = "
+                             f"{self.max_len}, the positions the model has embeddings for")
+        if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab):
+            raise ValueError(f"idx must hold token ids in [0, vocab) = [0, {self.vocab}); "
+                             f"got ids from {idx.min().item()} to {idx.max().item()}")
+        positions = torch.arange(idx.shape[1], device=idx.device)  # (n,)
+        return self.tok_emb(idx) + self.pos_emb(positions)         # (batch, n, d_model)
+
+    def stream(self, idx: torch.Tensor) -> torch.Tensor:
+        """The residual stream as a sum: the embedding and what each sublayer adds.
+
+        Parameters
+        ----------
+        idx : torch.Tensor of int, shape (batch, n)
+            Token ids in [0, vocab).
+
+        Returns
+        -------
+        terms : torch.Tensor, shape (2 n_layers + 1, batch, n, d_model)
+            ``terms[0]`` is the embedding; ``terms[2l + 1]`` and
+            ``terms[2l + 2]`` are what block l's attention and MLP add.
+            ``terms.sum(0)`` is the stream after the last block, the input
+            of ``ln_f``.
+
+        Raises
+        ------
+        ValueError
+            For a post-LN model (its stream is renormalised after every
+            addition, so it is no sum).
+        """
+        if not self.pre_ln:
+            raise ValueError("stream needs a pre-LN model (pre_ln=True): post-LN "
+                             "normalises after each addition, so its stream is no sum")
+        x = self._embed(idx)                                       # (batch, n, d_model)
+        terms = [x]
+        for block in self.blocks:
+            a, m, _ = block.writes(x)
+            terms += [a, m]
+            x = x + a + m
+        return torch.stack(terms)                                  # (2 L + 1, batch, n, d_model)
+
+    def forward(self, idx: torch.Tensor):
+        """Scores for the next token at every position.
+
+        Parameters
+        ----------
+        idx : torch.Tensor of int, shape (batch, n)
+            Token ids in [0, vocab).
+
+        Returns
+        -------
+        logits : torch.Tensor, shape (batch, n, vocab)
+        weights : list of torch.Tensor, each of shape (batch, n_heads, n, n)
+            One per block.
+        """
+        x = self._embed(idx)                                       # (batch, n, d_model)
+        weights = []
+        for block in self.blocks:
+            x, w = block(x)
+            weights.append(w)
+        return self.head(self.ln_f(x)), weights                    # (batch, n, vocab)
