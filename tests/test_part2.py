@@ -72,6 +72,30 @@ def test_ch6_outputs_match_a_loop_over_word_vectors():
         assert glued_float(CH6, f"out_{q}") == pytest.approx(expected, rel=1e-12)
 
 
+def test_ch6_loop_time_grows_as_the_stated_law_says():
+    """The prose states the loop does about n² d_k operations: at a fixed d_k its
+    time must grow with slope 2 on a log-log plot, not 3 (a normaliser recomputed
+    inside the inner loop once made it n³)."""
+    # 2 ± 0.4: wide enough for a shared machine, narrow enough to tell n² from n³
+    assert 1.6 < glued_float(CH6, "loop_slope") < 2.4
+
+
+def test_ch6_fruit_answer_changes_for_the_two_stated_reasons():
+    fruit, keys4 = (1.0, 0.5), {"apple": ((2.2, 1.2), 10.0), "banana": ((1.4, 2.0), 5.0),
+                                "carrot": ((-0.7, 1.8), 4.0), "chair": ((0.3, -2.0), 2.0)}
+
+    def answer(names, scale):
+        scores = [sum(a * b for a, b in zip(fruit, keys4[k][0], strict=True)) / scale
+                  for k in names]
+        return sum(w * keys4[k][1] for w, k in zip(loop_softmax(scores), names, strict=True))
+
+    assert glued_float(CH6, "fruit_ch4") == pytest.approx(answer(["apple", "banana", "chair"], 1))
+    assert glued_float(CH6, "fruit_carrot") == pytest.approx(answer(list(keys4), 1))
+    assert glued_float(CH6, "out_fruit") == pytest.approx(answer(list(keys4), math.sqrt(2)))
+    assert glued_float(CH6, "fruit_ch4") > glued_float(CH6, "fruit_carrot") \
+        > glued_float(CH6, "out_fruit")
+
+
 def test_ch6_departments_reconstruction_reproduces_the_published_outputs():
     A = ast.literal_eval(glued(CH6)["A_table"])
     V = ast.literal_eval(glued(CH6)["V_table"])
