@@ -60,6 +60,24 @@ def test_ch5_glued_saturation_numbers():
     assert abs(glued_float(CH5, "shift_max_1024") - glued_float(CH5, "shift_max_16")) < 0.05
 
 
+def test_ch5_jacobian_norm_story_as_the_prose_tells_it():
+    """The unscaled Frobenius norm first rises, and uniform weights give less
+    than the scaled runs: uniform weights do not maximise the gradient."""
+    g = {k: glued_float(CH5, k) for k in ("grad_raw_1", "grad_raw_peak", "grad_raw_low16",
+                                          "grad_scaled_min", "grad_scaled_max", "uniform_norm",
+                                          "pair_norm", "grad_raw_1024", "dk_peak")}
+    assert g["grad_raw_peak"] > g["grad_raw_1"] and g["dk_peak"] > 1
+    assert g["grad_raw_low16"] > 0.25 > g["grad_raw_1024"]
+    assert g["uniform_norm"] == pytest.approx(math.sqrt(15) / 16)
+    assert g["pair_norm"] == pytest.approx(0.5)
+    assert g["uniform_norm"] < g["grad_scaled_min"] <= g["grad_scaled_max"] < g["pair_norm"]
+    assert glued_float(CH5, "times_std_64") == pytest.approx(64, rel=0.1)
+
+
+def test_ch5_temperature_exercise_shrink_factor_is_measured():
+    assert 0.7 < glued_float(CH5, "shrink_min") <= glued_float(CH5, "shrink_max") < 0.9
+
+
 def test_ch6_outputs_match_a_loop_over_word_vectors():
     vec = {"fruit": (1.0, 0.5), "vegetable": (-0.5, 1.0), "furniture": (-0.1, -1.8),
            "apple": (2.2, 1.2), "banana": (1.4, 2.0), "carrot": (-0.7, 1.8),
