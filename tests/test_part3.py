@@ -130,6 +130,23 @@ def test_ch8_exercise_limits_solution():
     assert not np.isnan(y_small).any()
 
 
+def test_ch8_d2l_loss_without_the_half_doubles_the_first_step():
+    """The chapter's loss is half d2l's (d2l sums the squared errors): one SGD
+    step on d2l's loss, from w = 1 with lr = 0.5, lands where the prose says."""
+    x, y, _, _ = toy_regression_data(np.random.default_rng(0))
+    n = len(x)
+    keep = ~np.eye(n, dtype=bool)
+    keys = torch.tensor(np.tile(x, (n, 1))[keep].reshape(n, n - 1))
+    values = torch.tensor(np.tile(y, (n, 1))[keep].reshape(n, n - 1))
+    model = NWKernelRegression(w=1.0).double()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    y_hat, _ = model(torch.tensor(x), keys, values)
+    ((y_hat - torch.tensor(y)) ** 2).sum().backward()              # d2l: no 1/2
+    opt.step()
+    assert glued_float(CH8, "w_after_1_d2l") == pytest.approx(model.w.item(), rel=1e-9)
+    assert glued_float(CH8, "w_after_1_d2l") > 1.8 * glued_float(CH8, "w_after_1")
+
+
 def test_ch8_glued_numbers_match_this_files_own_training_loop():
     ws_loo, mse_loo = train_nw(0, leave_one_out=True)
     ws_all, mse_all = train_nw(0, leave_one_out=False)
