@@ -139,10 +139,7 @@ COMPARISON = re.compile(
 #: or "not data: ..." for a comparison that rests on no measurement.
 CHECKED_ELSEWHERE = {
     ("02_soft_lookup", "more than any stored value"): "test_part1.py::test_ch2_exercise_answers",
-    ("03_word_vectors", "more than apple's 2.8"): "test_part1.py::test_ch3_exercise_answers",
     ("04_softmax_attention", "matters more than it looks"): "not data: a turn of phrase",
-    ("04_softmax_attention", "should get most of the weight"):
-        "test_part1.py::test_ch4_exercise_answers",
     ("06_many_queries", "with most weight on English"): "not data: asks the reader to choose",
     ("09_scoring_and_masks", "dot products are much faster in practice"):
         "not data: the Transformer paper's report, cited there",
