@@ -36,7 +36,8 @@ FORBIDDEN = [
      re.compile(r"d_k\s*=\s*d_\{\\text\{model\}\}\s*/\s*h")),
     ("'weights' are attention weights; a model's learned numbers are parameters",
      re.compile(r"\b(random|learned|trained|untrained|initial)\s+weights\b|\bweight matrices\b"
-                r"|\bweights are stored\b|\b(layer's|model's) weights\b|the weights\.\*\*", re.I)),
+                r"|\bweights are stored\b|\b(layer's|model's) weights\b|the weights\.\*\*"
+                r"|\bmany weights\b|\bcount the weights\b|\binputs and their weights\b", re.I)),
 ]
 
 
