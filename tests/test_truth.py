@@ -331,3 +331,6 @@ def test_every_typed_number_in_prose_and_solutions_is_glued_or_listed_with_a_rea
     assert not unlisted, ("numbers typed by hand: glue them, or list them in "
                           "TYPED_ON_PURPOSE with a reason:\n" + "\n".join(unlisted))
     assert not set(TYPED_ON_PURPOSE) - used, f"stale entries: {set(TYPED_ON_PURPOSE) - used}"
+    for reason in TYPED_ON_PURPOSE.values():
+        for file, test in re.findall(r"(test_\w+\.py)::(\w+)", reason):
+            assert f"def {test}(" in (ROOT / "tests" / file).read_text(), f"no test {file}::{test}"
