@@ -156,7 +156,9 @@ def score_variance(d_ks: Sequence[int], rng: np.random.Generator, n_pairs: int =
     Returns
     -------
     var_raw, var_scaled : ndarray
-        One entry per width in d_ks.
+        One entry per width in d_ks. Only var_raw is measured: var_scaled is
+        var_raw / d_k, since dividing every sample by √d_k divides their
+        variance by exactly d_k.
     """
     d_ks = positive_ints(d_ks, "d_ks")
     rng = generator(rng)

@@ -5,6 +5,8 @@ Keys and values are visited block_size at a time; each query keeps a running
 maximum m of its scores, a running sum l of exp(score - m) and a running
 weighted sum of values, and rescales the last two by exp(m_old - m_new)
 whenever the maximum grows. The largest temporary is (..., n_q, block_size).
+With causal=True the causal mask is made inside each block from the query and
+key positions, as FlashAttention does, so no (n_q, n_k) array exists either.
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ from .core import scaled_scores
 __all__ = ["blockwise_attention"]
 
 
-def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.ndarray:
+def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
+                        causal: bool = False) -> np.ndarray:
     """softmax(scale * Q Kᵀ) V computed one block of keys at a time.
 
     Taught in :doc:`/chapters/12_attention_layer` (chapter 12).
@@ -43,9 +46,14 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
         Keys per block, an integer >= 1; the last block may be shorter.
     mask : array_like of bool, broadcastable to (..., n_q, n_k), optional
         True = may attend. A query whose keys are all masked gets a zero
-        output, as in attnbook.core.
+        output, as in attnbook.core. An (n_q, n_k) mask is itself as large
+        as the scores; for causal attention use ``causal=True`` instead.
     scale : float, optional
         Defaults to 1/sqrt(d_k).
+    causal : bool, default False
+        Query i may attend to keys 0..i only, as with ``causal_mask(n_q, n_k)``,
+        but the mask is computed per block from the positions, and blocks
+        that start after the last query are skipped. Combines with ``mask``.
 
     Returns
     -------
@@ -91,6 +99,10 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
         require_finite(a, name)
     scale = 1.0 / np.sqrt(d_k) if scale is None else positive_number(scale, "scale")
     allowed = None if mask is None else as_mask(mask, "mask", batch + (n_q, n_k))
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be True or False, got {type(causal).__name__} "
+                        f"{causal!r}")
+    query_pos = np.arange(n_q)[:, None]                # (n_q, 1)
 
     e_v = int(np.frexp(np.abs(V).max(initial=0.0))[1])
     V = np.ldexp(V, -e_v)                             # |V| <= 1 (exact): acc cannot overflow
@@ -98,9 +110,14 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None) -> np.n
     total = np.zeros(batch + (n_q, 1))                # running sum of exp(score - m)
     acc = np.zeros(batch + (n_q, V.shape[-1]))        # running sum of exp(score - m) * value
     for start in range(0, n_k, block_size):
+        if causal and start >= n_q:                   # no query sees these keys
+            break
         stop = min(start + block_size, n_k)
         s = scaled_scores(Q, K[..., start:stop, :], scale)             # (..., n_q, b)
         block = None if allowed is None else allowed[..., start:stop]
+        if causal:                                    # key j is seen by queries i >= j
+            seen = np.arange(start, stop) <= query_pos                 # (n_q, b)
+            block = seen if block is None else block & seen
         require_finite_scores(s, block, f"in the block of keys {start} to {stop - 1}, scale * "
                               f"Q @ Kᵀ must be finite where the mask allows a key (scale = {scale:g}); rescale Q or K, or pass "
                               f"a smaller scale")

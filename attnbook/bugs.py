@@ -121,8 +121,11 @@ def float16_additive_mask(Q, K, mask):
 
     Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
 
-    -1e9 overflows to -inf in float16, and 0 * -inf = NaN, so every score
-    becomes NaN or -inf. Symptom: every row is NaN (a blank heatmap).
+    numpy converts the constant first: ``np.float16(-1e9)`` is -inf, and
+    0 * -inf = NaN, so every score becomes NaN or -inf. Symptom: every row is
+    NaN (a blank heatmap). (torch differs: ``masked_fill`` with -1e9 on a
+    float16 tensor raises an error, and a float16 mask times -1e9 gives the
+    right weights.)
 
     Parameters
     ----------

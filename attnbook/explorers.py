@@ -8,12 +8,7 @@ when the book was built: an <input type="range"> (keyboard-operable) that
 swaps inline PNG frames, with the current value beside it. It needs no
 network and works over file://.
 
-Only the form the front end will show is rendered. The book's build
-(tools/build_book.py) sets the environment variable ``ATTNBOOK_STATIC=1``,
-which its kernels inherit; there an explorer's MIME bundle holds the
-'text/html' slider over every frame. Anywhere else it holds the live widget
-('application/vnd.jupyter.widget-view+json') and, for front ends without
-ipywidgets, a 'text/html' image of the current frame only.
+Without ipywidgets, a notebook shows the current frame as a still picture.
 """
 from __future__ import annotations
 
@@ -219,11 +214,7 @@ class Explorer:
         self._image.value = self.render_live()
 
     def render_live(self) -> bytes:
-        """The current frame as PNG bytes, drawn the fast way.
-
-        Everything but the dynamic artists is drawn once and kept; a move
-        redraws the dynamic artists over it (blitting). Each value's frame
-        is kept once drawn, so sliding back to it costs no drawing.
+        """The current frame as a PNG image, as the live slider shows it.
 
         Returns
         -------
@@ -260,7 +251,7 @@ class Explorer:
 
     # -- static form ---------------------------------------------------------------------
     def frames(self) -> list[bytes]:
-        """Every value's frame as a palette PNG (the book's static form).
+        """Every value's frame as a PNG image, as the HTML book shows them.
 
         The figure is left showing the current index.
 
@@ -312,11 +303,8 @@ class Explorer:
         Returns
         -------
         str
-            HTML: an ``<input type="range">``, an ``<output>`` with the
-            value, and an ``<img>`` whose inline PNG frames a small script
-            swaps, each with its alt text. The outer ``div`` carries the
-            description that starts every alt text as ``data-alt-lead``, for
-            the Chinese edition's build to translate (tools/sphinx_i18n.py).
+            HTML: a slider, the current value, and an image that shows the
+            frame of that value, each frame with its alt text.
         """
         frames = self._frames_with_alt()
         uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f, _ in frames]
@@ -374,7 +362,7 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
         return bundle
 
 
-def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2 ** np.arange(11)),
+def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2**i for i in range(11)),
                n_show: tuple[int, int] = (4, 6), index: int = 3) -> Explorer:
     """Slide d_k over powers of two: what 1/√d_k does to scores and weights.
 

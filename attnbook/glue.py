@@ -21,10 +21,8 @@ def glue(name: str, value) -> None:
     myst-nb (a notebook run in Colab, say) there is no book to glue into, so
     this does nothing; the book build always has myst-nb.
 
-    It writes exactly what ``myst_nb.glue(name, value, display=False)``
-    writes, without importing ``myst_nb.ext.glue``: that import (nbformat,
-    then jsonschema's format checkers) cost every notebook 1.5-4 s on this
-    machine, as much as importing torch.
+    It stores the value as ``myst_nb.glue(name, value, display=False)``
+    would, without importing myst-nb into every chapter.
 
     Parameters
     ----------

@@ -6,12 +6,8 @@ Figures get an opaque white background so they read the same on the book's
 light and dark themes.
 
 Figures are plain `matplotlib.figure.Figure` objects, not pyplot figures, so
-there is no hidden list of open figures. So that Jupyter shows a returned
-Figure as a picture even when pyplot was never imported, importing this
-module inside IPython registers a PNG formatter for Figure (the one
-`%matplotlib inline` would register) unless one is registered already. In
-the book's build (``ATTNBOOK_STATIC=1``, see `STATIC_ENV`) it writes 256-colour
-palette PNGs instead, about a third of the bytes, so pages load faster.
+there is no hidden list of open figures. A figure a cell returns is shown
+as a picture in Jupyter, with or without ``%matplotlib inline``.
 """
 from __future__ import annotations
 
@@ -135,9 +131,8 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     Taught in :doc:`/chapters/01_looking_things_up` (chapter 1).
 
     An axis longer than MAX_TICKS gets at most MAX_TICKS evenly spaced ticks
-    (each with its own row's or column's label), instead of one label per row
-    and column: 4096 of them took most of the half minute a 4096 x 4096
-    matrix used to cost.
+    (each with its own row's or column's label), instead of one unreadable
+    label per row and column.
 
     Parameters
     ----------

@@ -60,6 +60,24 @@ def test_ch5_glued_saturation_numbers():
     assert abs(glued_float(CH5, "shift_max_1024") - glued_float(CH5, "shift_max_16")) < 0.05
 
 
+def test_ch5_jacobian_norm_story_as_the_prose_tells_it():
+    """The unscaled Frobenius norm first rises, and uniform weights give less
+    than the scaled runs: uniform weights do not maximise the gradient."""
+    g = {k: glued_float(CH5, k) for k in ("grad_raw_1", "grad_raw_peak", "grad_raw_low16",
+                                          "grad_scaled_min", "grad_scaled_max", "uniform_norm",
+                                          "pair_norm", "grad_raw_1024", "dk_peak")}
+    assert g["grad_raw_peak"] > g["grad_raw_1"] and g["dk_peak"] > 1
+    assert g["grad_raw_low16"] > 0.25 > g["grad_raw_1024"]
+    assert g["uniform_norm"] == pytest.approx(math.sqrt(15) / 16)
+    assert g["pair_norm"] == pytest.approx(0.5)
+    assert g["uniform_norm"] < g["grad_scaled_min"] <= g["grad_scaled_max"] < g["pair_norm"]
+    assert glued_float(CH5, "times_std_64") == pytest.approx(64, rel=0.1)
+
+
+def test_ch5_temperature_exercise_shrink_factor_is_measured():
+    assert 0.7 < glued_float(CH5, "shrink_min") <= glued_float(CH5, "shrink_max") < 0.9
+
+
 def test_ch6_outputs_match_a_loop_over_word_vectors():
     vec = {"fruit": (1.0, 0.5), "vegetable": (-0.5, 1.0), "furniture": (-0.1, -1.8),
            "apple": (2.2, 1.2), "banana": (1.4, 2.0), "carrot": (-0.7, 1.8),
@@ -70,6 +88,30 @@ def test_ch6_outputs_match_a_loop_over_word_vectors():
                   for k in values]
         expected = sum(w * v for w, v in zip(loop_softmax(scores), values.values(), strict=True))
         assert glued_float(CH6, f"out_{q}") == pytest.approx(expected, rel=1e-12)
+
+
+def test_ch6_loop_time_grows_as_the_stated_law_says():
+    """The prose states the loop does about n² d_k operations: at a fixed d_k its
+    time must grow with slope 2 on a log-log plot, not 3 (a normaliser recomputed
+    inside the inner loop once made it n³)."""
+    # nearer to the stated 2 than to the neighbouring laws, n (1) and n³ (3)
+    assert abs(glued_float(CH6, "loop_slope") - 2) < 0.5
+
+
+def test_ch6_fruit_answer_changes_for_the_two_stated_reasons():
+    fruit, keys4 = (1.0, 0.5), {"apple": ((2.2, 1.2), 10.0), "banana": ((1.4, 2.0), 5.0),
+                                "carrot": ((-0.7, 1.8), 4.0), "chair": ((0.3, -2.0), 2.0)}
+
+    def answer(names, scale):
+        scores = [sum(a * b for a, b in zip(fruit, keys4[k][0], strict=True)) / scale
+                  for k in names]
+        return sum(w * keys4[k][1] for w, k in zip(loop_softmax(scores), names, strict=True))
+
+    assert glued_float(CH6, "fruit_ch4") == pytest.approx(answer(["apple", "banana", "chair"], 1))
+    assert glued_float(CH6, "fruit_carrot") == pytest.approx(answer(list(keys4), 1))
+    assert glued_float(CH6, "out_fruit") == pytest.approx(answer(list(keys4), math.sqrt(2)))
+    assert glued_float(CH6, "fruit_ch4") > glued_float(CH6, "fruit_carrot") \
+        > glued_float(CH6, "out_fruit")
 
 
 def test_ch6_departments_reconstruction_reproduces_the_published_outputs():

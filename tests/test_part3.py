@@ -80,6 +80,26 @@ def test_nw_width_learned_with_leave_one_out_is_stable_and_without_it_grows(seed
     assert ws_all[-1] >= 4 * ws_loo[-1]
 
 
+def test_ch9_bug_gallery_claims_about_float16_and_self_scores():
+    """Bug 4: numpy turns -1e9 into -inf before multiplying (NaN), torch's
+    masked_fill refuses it, and torch's product gives the right weights.
+    Bug 5: a vector need not score highest with itself (chapter 3's cherry)."""
+    rng = np.random.default_rng(2)
+    Q5, K5 = rng.normal(size=(5, 16)), rng.normal(size=(5, 16))
+    mask = causal_mask(5)
+    assert np.isnan(BUGS["−1e9 mask in float16"][0](Q5, K5, mask)).all()
+    scores16 = torch.tensor(Q5 @ K5.T / 4.0).half()
+    keep = torch.tensor(mask)
+    with pytest.raises(RuntimeError, match="overflow"):
+        scores16.masked_fill(~keep, -1e9)
+    w16 = torch.softmax(scores16 + (~keep).half() * -1e9, dim=-1)
+    np.testing.assert_allclose(w16.double().numpy(), masked_softmax(Q5 @ K5.T / 4.0, mask=mask),
+                               atol=1e-3)
+    assert glued_float(CH9, "cherry_cherry") < glued_float(CH9, "cherry_apple")
+    assert int(glued_float(CH9, "self_top_rows")) == int(
+        (np.argmax(K5 @ K5.T, axis=1) == np.arange(5)).sum())
+
+
 def test_ch9_exercise_float16_mask_solution():
     """ex-mask-fix16: an additive mask with float16's most negative finite value,
     softmax in float16, matches masked_softmax to float16 precision."""
@@ -108,6 +128,23 @@ def test_ch8_exercise_limits_solution():
         all_underflow = np.exp(-(x_test[:, None] - x) ** 2 / 2e-6).sum(axis=1) == 0
     assert all_underflow.sum() >= len(x_test) // 4, all_underflow.sum()
     assert not np.isnan(y_small).any()
+
+
+def test_ch8_d2l_loss_without_the_half_doubles_the_first_step():
+    """The chapter's loss is half d2l's (d2l sums the squared errors): one SGD
+    step on d2l's loss, from w = 1 with lr = 0.5, lands where the prose says."""
+    x, y, _, _ = toy_regression_data(np.random.default_rng(0))
+    n = len(x)
+    keep = ~np.eye(n, dtype=bool)
+    keys = torch.tensor(np.tile(x, (n, 1))[keep].reshape(n, n - 1))
+    values = torch.tensor(np.tile(y, (n, 1))[keep].reshape(n, n - 1))
+    model = NWKernelRegression(w=1.0).double()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    y_hat, _ = model(torch.tensor(x), keys, values)
+    ((y_hat - torch.tensor(y)) ** 2).sum().backward()              # d2l: no 1/2
+    opt.step()
+    assert glued_float(CH8, "w_after_1_d2l") == pytest.approx(model.w.item(), rel=1e-9)
+    assert glued_float(CH8, "w_after_1_d2l") > 1.8 * glued_float(CH8, "w_after_1")
 
 
 def test_ch8_glued_numbers_match_this_files_own_training_loop():

@@ -120,6 +120,20 @@ def test_blockwise_equals_sdpa_for_block_sizes_masks_and_ragged_last_blocks(bloc
     np.testing.assert_allclose(ours, _sdpa_torch(Q, K, V, mask), atol=1e-12)
 
 
+@pytest.mark.parametrize("n_q, n_k, block_size", [(7, 7, 1), (7, 7, 3), (5, 9, 2), (9, 5, 4)])
+def test_blockwise_causal_from_positions_equals_the_full_causal_mask(n_q, n_k, block_size):
+    rng = np.random.default_rng(n_q * n_k + block_size)
+    Q, K, V = rng.normal(size=(n_q, 4)), rng.normal(size=(n_k, 4)), rng.normal(size=(n_k, 3))
+    ref, _ = scaled_dot_product_attention(Q, K, V, mask=causal_mask(n_q, n_k))
+    np.testing.assert_allclose(blockwise_attention(Q, K, V, block_size, causal=True), ref,
+                               atol=1e-12)
+    padding = np.ones((n_q, n_k), dtype=bool)
+    padding[:, -1] = False
+    ref2, _ = scaled_dot_product_attention(Q, K, V, mask=causal_mask(n_q, n_k) & padding)
+    np.testing.assert_allclose(blockwise_attention(Q, K, V, block_size, mask=padding,
+                                                   causal=True), ref2, atol=1e-12)
+
+
 def test_blockwise_with_rectangular_inputs_a_scale_and_huge_scores():
     rng = np.random.default_rng(1)
     Q, K, V = rng.normal(size=(7, 4)) * 30, rng.normal(size=(19, 4)) * 30, rng.normal(size=(19, 2))

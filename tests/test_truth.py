@@ -140,11 +140,10 @@ COMPARISON = re.compile(
 #: or "not data: ..." for a comparison that rests on no measurement.
 CHECKED_ELSEWHERE = {
     ("02_soft_lookup", "more than any stored value"): "test_part1.py::test_ch2_exercise_answers",
-    ("03_word_vectors", "more than apple's 2.8"): "test_part1.py::test_ch3_exercise_answers",
     ("04_softmax_attention", "matters more than it looks"): "not data: a turn of phrase",
-    ("04_softmax_attention", "should get most of the weight"):
-        "test_part1.py::test_ch4_exercise_answers",
     ("06_many_queries", "with most weight on English"): "not data: asks the reader to choose",
+    ("09_scoring_and_masks", "dot products are much faster in practice"):
+        "not data: the Transformer paper's report, cited there",
 }
 
 
@@ -236,3 +235,109 @@ def test_every_image_has_alt_text_that_describes_it(built_book):
             if len(alt.split()) < 4 or looks_like_a_path:
                 bad.append(f"{name}: {src[:60]} alt={alt[:80]!r}")
     assert not bad, "images without a real description:\n" + "\n".join(bad[:40])
+
+
+# --- numbers typed by hand -------------------------------------------------
+
+#: A decimal number (3.775, 0.750, 3e-4) in what a reader reads: the prose,
+#: and the comments of code blocks in solutions (where answers get printed).
+DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?:[eE][−-]?\d+)?(?!\w)|(?<![\w.])\d+[eE][−-]?\d+(?!\w)")
+ROLE_OR_CODE = re.compile(r"\{[\w:-]+\}`[^`]*`|`[^`]*`")
+
+#: Chapter 13 is being rewritten by its own issue; its literals are not
+#: listed yet. TODO(issue 25, item 15): remove this skip when it lands.
+LITERALS_SKIPPED = {"13_attention_that_learns"}
+
+#: Numbers typed by hand on purpose. Key: (chapter, the number as written);
+#: value: why it is not glued. Anything computed from the book's data and
+#: quoted as a result must be glued instead.
+TYPED_ON_PURPOSE = {
+    **{("02_soft_lookup", n): "input: the weights an exercise hands the reader"
+       for n in ("0.5", "0.2", "0.6", "1.5")},
+    **{("02_soft_lookup", n): "pen-and-paper answer from the exercise's inputs; "
+       "test_part1.py::test_ch2_exercise_answers recomputes it" for n in ("7.5", "4.2", "2.5")},
+    ("02_soft_lookup", "8.0"): "the comment of a solution's code; "
+    "test_part1.py::test_ch2_soft_lookup_of_fruit_is_8_and_uniform_is_the_mean",
+    **{("02_soft_lookup", n): "a floating-point example: these literals are the point"
+       for n in ("0.4", "0.0", "0.7", "0.1", "0.9999999999999999")},
+    **{("03_word_vectors", n): "pen-and-paper answer from the vectors the exercise quotes; "
+       "test_part1.py::test_ch3_exercise_answers"
+       for n in ("0.5", "0.7", "1.0", "1.8", "0.35", "2.15", "0.3", "2.0", "0.15")},
+    ("04_softmax_attention", "2.1"): "input: the source's example scores [4, −1, 2.1]",
+    ("04_softmax_attention", "1.8"): "a constant: float64's largest value, about 1.8e308",
+    ("04_softmax_attention", "0.01"): "input: a temperature the reader sets",
+    **{("04_softmax_attention", n): "input: the vegetable vector the solution quotes"
+       for n in ("0.5", "1.0")},
+    **{("04_softmax_attention", n): "pen-and-paper answer, softmax([1, 0]) and "
+       "softmax([1, 0, 0]); test_part1.py::test_ch4_exercise_answers"
+       for n in ("0.731", "0.269", "0.576", "0.212")},
+    **{("05_scaling", n): "quoted from the source, to show its truncation"
+       for n in ("0.665", "0.244", "0.090")},
+    ("05_scaling", "0.5"): "input: the mean μ of the entries",
+    **{("06_many_queries", n): "the article's published outputs, which the reconstruction "
+       "must reproduce; test_part2.py::"
+       "test_ch6_departments_reconstruction_reproduces_the_published_outputs"
+       for n in ("6.9", "7.5", "10.1", "8.3", "8.7", "7.3")},
+    **{("07_self_attention", n): "quoted from the source article, to show its rounding"
+       for n in ("0.97", "0.02", "0.01", "0.90", "0.05", "0.0", "0.5", "2.0", "7.0", "1.5")},
+    **{("08_kernel_regression", n): "input: the data's formula and noise, and the "
+       "learning rate" for n in ("0.8", "0.5")},
+    **{("08_kernel_regression", n): "1/5 and 1/3, the bandwidths of the stated range of w; "
+       "test_part3.py::test_nw_width_learned_with_leave_one_out_is_stable_and_without_it_grows"
+       for n in ("0.2", "0.33")},
+    ("09_scoring_and_masks", "2.5"): "a version number of torch",
+    ("09_scoring_and_masks", "0.5"): "input: the dropout probability",
+    ("09_scoring_and_masks", "3e-4"): "the comment of a solution's code; "
+    "test_part3.py::test_ch9_exercise_float16_mask_solution",
+    ("11_positions", "6.28"): "a constant: 2π",
+}
+
+
+def readable_text(source: str):
+    """The lines of a markdown cell a reader reads numbers in: prose outside
+    code blocks (inline code and roles such as glue removed; directive
+    options skipped), and the comments of literal code blocks."""
+    stack: list[tuple[str, bool]] = []
+    for line in source.splitlines():
+        m = FENCE.match(line)
+        if m:
+            marker, rest = m.groups()
+            if stack and marker[0] == stack[-1][0][0] and len(marker) >= len(stack[-1][0]) \
+                    and not rest.strip():
+                stack.pop()
+                continue
+            if not (stack and stack[-1][1]):
+                stack.append((marker, not rest.strip().startswith("{")))
+                continue
+        if stack and stack[-1][1]:
+            yield line.split("#", 1)[1] if "#" in line else ""
+        elif not line.lstrip().startswith(":"):
+            yield ROLE_OR_CODE.sub(" ", line)
+
+
+def test_literal_finder_catches_the_kind_of_number_that_slipped_in():
+    cell = ("The product grows from 0.755 to 3.775, {glue:text}`x:.2f` is glued, "
+            "`np.array([0.6])` is code.\n```python\nf(2.5)  # about 3e-4\n```\n")
+    found = [n for line in readable_text(cell) for n in DECIMAL.findall(line)]
+    assert found == ["0.755", "3.775", "3e-4"]
+
+
+def test_every_typed_number_in_prose_and_solutions_is_glued_or_listed_with_a_reason():
+    unlisted, used = [], set()
+    for path in CHAPTERS:
+        if path.stem in LITERALS_SKIPPED:
+            continue
+        for cell in markdown_cells(path):
+            for line in readable_text(cell.source):
+                for number in DECIMAL.findall(line):
+                    key = (path.stem, number.replace("−", "-"))
+                    if key in TYPED_ON_PURPOSE:
+                        used.add(key)
+                    else:
+                        unlisted.append(f"{path.stem}: {number} in {line.strip()[:100]!r}")
+    assert not unlisted, ("numbers typed by hand: glue them, or list them in "
+                          "TYPED_ON_PURPOSE with a reason:\n" + "\n".join(unlisted))
+    assert not set(TYPED_ON_PURPOSE) - used, f"stale entries: {set(TYPED_ON_PURPOSE) - used}"
+    for reason in TYPED_ON_PURPOSE.values():
+        for file, test in re.findall(r"(test_\w+\.py)::(\w+)", reason):
+            assert f"def {test}(" in (ROOT / "tests" / file).read_text(), f"no test {file}::{test}"
