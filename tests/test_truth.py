@@ -244,9 +244,8 @@ def test_every_image_has_alt_text_that_describes_it(built_book):
 DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?:[eE][−-]?\d+)?(?!\w)|(?<![\w.])\d+[eE][−-]?\d+(?!\w)")
 ROLE_OR_CODE = re.compile(r"\{[\w:-]+\}`[^`]*`|`[^`]*`")
 
-#: Chapter 13 is being rewritten by its own issue; its literals are not
-#: listed yet. TODO(issue 25, item 15): remove this skip when it lands.
-LITERALS_SKIPPED = {"13_attention_that_learns"}
+#: Chapters whose literals are not checked (none).
+LITERALS_SKIPPED: set[str] = set()
 
 #: Numbers typed by hand on purpose. Key: (chapter, the number as written);
 #: value: why it is not glued. Anything computed from the book's data and

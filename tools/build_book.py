@@ -215,7 +215,7 @@ def describe_failure(nb, where: str, err) -> str:
                    if any(o.output_type == "error" for o in c.get("outputs", []))), None)
     cell = (f"code cell {failed + 1} of {len(code)} (cell id {code[failed].get('id')})"
             if failed is not None else "a cell")
-    return f"{where}, {cell} failed:\n{err}"
+    return f"{where}, {cell} failed:\n" + ANSI.sub("", str(err))
 
 
 def code_hashes() -> dict[str, str]:
