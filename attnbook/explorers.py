@@ -784,8 +784,9 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
                                 label="added sinusoids")
     ax_pos.set_xlabel("query position p")
     ax_pos.set_ylabel("score q·k / √d")
-    ax_pos.set_ylim(lo - pad, hi + pad)
-    ax_pos.legend(fontsize=8, loc="upper left")
+    # headroom above every score for the legend, so it never covers a point
+    ax_pos.set_ylim(lo - pad, hi + pad + 0.3 * (hi - lo + 2 * pad))
+    ax_pos.legend(fontsize=8, loc="upper left", ncols=2)
     title = ax_pos.set_title("", fontsize=10)
 
     def update(i: int) -> None:
