@@ -49,3 +49,10 @@ BAD = [
 @pytest.mark.parametrize("call, error, fragments", BAD, ids=[str(i) for i in range(len(BAD))])
 def test_bad_input_gets_a_clear_error(call, error, fragments):
     assert_clear_error(str(fragments), call, error, fragments)
+
+
+def test_grouped_query_attention_refuses_scores_that_overflow_instead_of_returning_nan():
+    layer = GroupedQueryAttention(8, 2, 1, max_len=16)
+    with pytest.raises(ValueError, match="scores overflow"):
+        layer(torch.full((1, 4, 8), 1e20))
+
