@@ -99,7 +99,7 @@ def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
 
 
 def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
-    """RoPE in the "rotate-half" layout of LLaMA and Hugging Face code.
+    """RoPE in the rotate-half layout of Hugging Face's code (LLaMA and others).
 
     Taught in :doc:`/chapters/14_the_whole_block` (chapter 14). The
     interleaved layout is `rotate` (chapter 11).

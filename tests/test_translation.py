@@ -124,7 +124,12 @@ def test_every_message_is_translated_and_keeps_roles_maths_and_code():
 @pytest.fixture(scope="module")
 def fresh_pot(tmp_path_factory) -> Path:
     """The .pot files of the current English text (Sphinx's gettext builder)."""
+    # after this run's build, so that the extraction reads the notebooks the
+    # build executed instead of executing them again beside it
+    from nbrun import build_once
+
     from tools import update_translations
+    build_once()
     return update_translations.extract_messages(tmp_path_factory.mktemp("gettext"))
 
 

@@ -15,22 +15,37 @@ the translation is right); tests/test_translation.py fails until you do.
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 from tools import build_book
-from tools.project import ROOT
+from tools.project import ROOT, config
 
 
 def extract_messages(output: Path) -> Path:
-    """Run the gettext builder into `output`; return the folder of .pot files."""
-    config = build_book.effective_config(offline=True)
+    """Run the gettext builder into `output`; return the folder of .pot files.
+
+    The notebooks' outputs hold translatable text too (figure alt text, the
+    explorers' descriptions), so they must be the build's: every notebook the
+    execution cache lacks is executed first as the build executes it
+    (`build_book.pre_execute`: explorers render their frames, removed cells
+    run isolated). Left to itself, the gettext build would execute a missing
+    notebook in its own environment, without the explorers' static frames,
+    and store that in the cache the HTML build reads."""
+    build_book.invalidate_cache_if_attnbook_changed()
+    failed = build_book.pre_execute(ROOT / config()["execute"]["cache"])
+    if failed:
+        sys.stderr.write("\n".join(failed) + "\n")
+        raise SystemExit("a notebook failed to execute, so its messages cannot be extracted")
+    config_path = build_book.effective_config(offline=True)
     proc = subprocess.run([sys.executable, "-c", build_book.JUPYTER_BOOK, "build", str(ROOT),
-                           "--config", str(config),
+                           "--config", str(config_path),
                            "--builder", "custom", "--custom-builder", "gettext",
                            "--path-output", str(output), "--all"],
-                          cwd=ROOT, text=True, capture_output=True)
+                          cwd=ROOT, text=True, capture_output=True,
+                          env={**os.environ, **build_book.KERNEL_ENV})
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit("the gettext build failed")
