@@ -1,4 +1,4 @@
-"""torch modules for the book's attention layers (the only module importing torch).
+"""torch modules for the book's attention layers (chapters 9 to 12).
 
 Each forward returns (output, weights) explicitly; nothing is stored on the
 module. Masks follow attnbook.core: boolean, True = may attend; a query with
@@ -279,7 +279,7 @@ class NWKernelRegression(nn.Module):
 # Appended as its own section; nothing above depends on it.
 # =============================================================================
 
-__all__ += ["CausalSelfAttention", "KVCache"]
+__all__ += ["CausalSelfAttention", "KVCache", "causal_heads"]
 
 
 class KVCache:
@@ -413,25 +413,46 @@ class CausalSelfAttention(nn.Module):
         if cache is not None:
             k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
         n_k = k.shape[-2]                                       # n_past + n
-        scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(d_head)  # (batch, h, n, n_k)
         # query i sits at position n_past + i and may see keys 0..n_past + i
         allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
-        require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
-                              "x, or use float64")
-        scores = scores.masked_fill(~allowed, float("-inf"))
-        weights = self.dropout(torch.softmax(scores, dim=-1))   # (batch, h, n, n_k)
-        heads = (weights @ widened(v)).to(x.dtype)              # (batch, h, n, d_head)
-        weights = weights.to(x.dtype)
+        heads, weights = causal_heads(q, k, v, allowed, x.dtype, self.dropout)
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
         output = self.proj(merged)                              # (batch, n, d_model)
         require_finite_result(output, "the output projection proj(heads)")
         return output, weights
 
 
-# =============================================================================
-# Chapter 14: the whole block. Block, TinyGPT and GroupedQueryAttention live in
-# attnbook.transformer (which imports this module); they load on first use.
-# =============================================================================
+def causal_heads(q, k, v, allowed, dtype, dropout=None):
+    """softmax(q kᵀ / √d_head) v over the allowed keys, head by head.
+
+    Taught in :doc:`/chapters/12_attention_layer` (chapter 12); chapter 14's
+    grouped-query layer shares it. float16 and bfloat16 are summed in float64.
+
+    Parameters
+    ----------
+    q : torch.Tensor, shape (batch, h, n, d_head)
+    k, v : torch.Tensor, shape (batch, h, n_k, d_head)
+    allowed : torch.Tensor of bool, shape (n, n_k)
+    dtype : torch.dtype
+        The dtype of the results.
+    dropout : torch.nn.Module, optional
+        Applied to the weights before they mix the values.
+
+    Returns
+    -------
+    heads : torch.Tensor, shape (batch, h, n, d_head)
+    weights : torch.Tensor, shape (batch, h, n, n_k)
+    """
+    scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(q.shape[-1])
+    require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
+                          "x, or use float64")
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    if weights.dtype != dtype:
+        require_no_underflow(weights, allowed, dtype)
+    if dropout is not None:
+        weights = dropout(weights)
+    return (weights @ widened(v)).to(dtype), weights.to(dtype)
+
 
 _TRANSFORMER = ("Block", "TinyGPT", "GroupedQueryAttention")
 

@@ -72,30 +72,13 @@ def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
         rotate(q, p) · rotate(k, m) depends on p and m only through the offset
         m - p.
     """
-    x = as_real(x, "x")
-    require_ndim(x, "x", ">=2", "(..., n, d)")
-    require_finite(x, "x")
-    n, d = x.shape[-2], x.shape[-1]
-    if d % 2:
-        raise ValueError(f"x must have an even width d (RoPE rotates pairs of "
-                         f"columns); got x of shape {x.shape}")
-    p = as_real(positions, "positions")
-    if p.shape != (n,):
-        raise ValueError(f"positions must have shape (n,) = ({n},), one per row of x "
-                         f"of shape {x.shape}; got positions of shape {p.shape}")
-    require_finite(p, "positions")
-    base = positive_number(base, "base")
-    angles = _angles(p, d, base, "positions")                           # (n, d/2)
-    cos, sin = np.cos(angles), np.sin(angles)                          # (n, d/2)
+    x, cos, sin = _rope_inputs(x, positions, base)                     # cos, sin: (n, d/2)
     even, odd = x[..., 0::2], x[..., 1::2]                             # (..., n, d/2)
     out = np.empty_like(x)
     with np.errstate(over="ignore", invalid="ignore"):                  # named below
         out[..., 0::2] = even * cos - odd * sin
         out[..., 1::2] = even * sin + odd * cos
-    if not np.isfinite(out).all():
-        raise ValueError(f"the rotated x overflows float64 (a pair's length exceeds "
-                         f"about 1.8e308; largest |x| {np.abs(x).max():g}); rescale x")
-    return out
+    return _finite_rotation(out, x)
 
 
 def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
@@ -125,6 +108,17 @@ def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
         The pair (x[..., i], x[..., i + d/2]) of the row at position p is
         rotated by the angle p / base^(2i/d).
     """
+    x, cos, sin = _rope_inputs(x, positions, base)                     # cos, sin: (n, d/2)
+    half = x.shape[-1] // 2
+    x1, x2 = x[..., :half], x[..., half:]                              # (..., n, d/2)
+    with np.errstate(over="ignore", invalid="ignore"):                  # named below
+        out = np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+    return _finite_rotation(out, x)
+
+
+def _rope_inputs(x, positions, base: float):
+    """x as float64 (..., n, d) with d even, and the cos and sin of its
+    angles, (n, d/2) each; every argument checked, overflowing angles refused."""
     x = as_real(x, "x")
     require_ndim(x, "x", ">=2", "(..., n, d)")
     require_finite(x, "x")
@@ -138,10 +132,15 @@ def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
                          f"of shape {x.shape}; got positions of shape {p.shape}")
     require_finite(p, "positions")
     base = positive_number(base, "base")
-    angles = p[:, None] * _frequencies(d, base)[None, :]               # (n, d/2)
-    cos, sin = np.cos(angles), np.sin(angles)                          # (n, d/2)
-    x1, x2 = x[..., : d // 2], x[..., d // 2 :]                        # (..., n, d/2)
-    return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+    angles = _angles(p, d, base, "positions")                           # (n, d/2)
+    return x, np.cos(angles), np.sin(angles)
+
+
+def _finite_rotation(out: np.ndarray, x: np.ndarray) -> np.ndarray:
+    if not np.isfinite(out).all():
+        raise ValueError(f"the rotated x overflows float64 (a pair's length exceeds "
+                         f"about 1.8e308; largest |x| {np.abs(x).max():g}); rescale x")
+    return out
 
 
 def _frequencies(d: int, base: float) -> np.ndarray:

@@ -11,8 +11,6 @@ returns the attention weights it used instead of storing them.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 
@@ -20,12 +18,9 @@ from ._checks import integer_at_least, positive_int
 from ._checks_torch import (
     float_tensor,
     require_finite_result,
-    require_finite_scores,
-    require_no_underflow,
     require_same_dtype,
-    widened,
 )
-from .nn import CausalSelfAttention, KVCache
+from .nn import CausalSelfAttention, KVCache, causal_heads
 
 __all__ = ["GroupedQueryAttention", "Block", "TinyGPT"]
 
@@ -134,16 +129,8 @@ class GroupedQueryAttention(nn.Module):
         k = k.repeat_interleave(h // g, dim=1)                    # (batch, h, n_k, d_head)
         v = v.repeat_interleave(h // g, dim=1)                    # (batch, h, n_k, d_head)
         n_k = k.shape[-2]
-        # float16 and bfloat16 are summed wide, as in chapter 12's layer
-        scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(d_head)  # (batch, h, n, n_k)
         allowed = self.mask[n_past:n_k, :n_k]                     # (n, n_k)
-        require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
-                              "x, or use float64")
-        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-        if weights.dtype != x.dtype:
-            require_no_underflow(weights, allowed, x.dtype)
-        heads = (weights @ widened(v)).to(x.dtype)                # (batch, h, n, d_head)
-        weights = weights.to(x.dtype)
+        heads, weights = causal_heads(q, k, v, allowed, x.dtype)  # chapter 12's core
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
         output = self.proj(merged)                                # (batch, n, d_model)
         require_finite_result(output, "the output projection proj(heads)")

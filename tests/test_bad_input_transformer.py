@@ -43,6 +43,10 @@ BAD = [
     (lambda: rotate_half(np.zeros(4), np.arange(1)), ValueError, ["x", "(..., n, d)"]),
     (lambda: rotate_half(np.zeros((2, 4)), [0, np.inf]), ValueError, ["positions"]),
     (lambda: rotate_half(np.zeros((2, 4)), [0, 1], base=0), ValueError, ["base"]),
+    # a tiny base: the frequencies overflow (the result used to hold NaN)
+    (lambda: rotate_half(np.ones((1, 1000)), [1.0], base=1e-310), ValueError,
+     ["base = 1e-310", "too small"]),
+    (lambda: rotate_half(np.full((1, 2), 1.5e308), [1.0]), ValueError, ["overflows", "rescale x"]),
 ]
 
 
