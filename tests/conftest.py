@@ -54,3 +54,12 @@ def browser():
                               headless=True)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def surveyed(built_book, browser, testrun_uid):
+    """surveyed(edition): tests/survey.py's visit of every page of one edition
+    ("en" or "zh"), made once per test run and shared by the pytest-xdist
+    workers through _build/.survey/ (tests/survey.py's `shared_survey`)."""
+    from survey import shared_survey
+    return lambda edition: shared_survey(browser, built_book, edition, testrun_uid)

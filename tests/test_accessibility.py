@@ -12,34 +12,33 @@ import re
 from pathlib import Path
 
 import pytest
-from test_book import built_pages, editions, goto_settled
+from survey import (
+    AXE,
+    BY_EDITION,
+    CJK,
+    CJK_FAMILY,
+    DESKTOP,
+    PHONE,
+    built_pages,
+    failures,
+    glyph_sample,
+    goto_settled,
+    read_glyphs,
+    run_axe,
+)
+from test_book import editions
 
-from tools.project import ROOT, serve
+from tools.project import ROOT
 
-pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]
+pytestmark = [pytest.mark.slow]
 
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
 IMPACTS = ["critical", "serious", "moderate", "minor"]
-PHONE, DESKTOP = 390, 1280
-CJK = re.compile(r"[\u2e80-\u2fdf\u3000-\u303f\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf"
-                 r"\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]")
-CJK_FAMILY = "Attn Noto Sans SC"
 
 
-def require_axe() -> Path:
+def require_axe() -> None:
     if not AXE.is_file():
         pytest.fail(f"axe-core is not installed ({AXE}); run `npm ci` (make book does)",
                     pytrace=False)
-    return AXE
-
-
-@pytest.fixture
-def recording_server(built_book):
-    """The built book over HTTP on 127.0.0.1; yields (base URL, the list of
-    (status, path) of every request answered)."""
-    with serve(built_book) as served:
-        yield served
 
 
 def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):
@@ -50,24 +49,6 @@ def open_page(browser, url: str, width: int = DESKTOP, scheme: str = "light"):
     page = context.new_page()
     goto_settled(page, url)
     return context, page
-
-
-def run_axe(page, only_contrast: bool = False) -> list[dict]:
-    """axe-core's violations on the loaded page: [{id, impact, nodes, help, targets}];
-    every WCAG 2.1 A/AA and best-practice rule, or only the colour-contrast one."""
-    page.add_script_tag(path=str(require_axe()))
-    run_only = ({"type": "rule", "values": ["color-contrast"]} if only_contrast
-                else {"type": "tag", "values": AXE_TAGS})
-    # KaTeX's HTML rendering of a formula is aria-hidden: assistive technology
-    # reads its MathML twin, which stays in the audit. Its many small spans
-    # (about 80 per formula) made the audit 2.5 times slower.
-    return page.evaluate("""async (runOnly) => {
-        const r = await axe.run({exclude: [['.katex-html']]},
-                                {runOnly, resultTypes: ['violations']});
-        return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
-            nodes: v.nodes.length,
-            targets: v.nodes.slice(0, 3).map(n => n.target.join(' '))}));
-    }""", run_only)
 
 
 def summary_table(rows: list[dict]) -> str:
@@ -82,34 +63,41 @@ def summary_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def test_axe_finds_no_serious_or_critical_violation_on_any_page_light_or_dark(
-        built_book, book_server, browser):
+def serious(violations: list[dict]) -> list[dict]:
+    return [v for v in violations if v["impact"] in ("serious", "critical")]
+
+
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_axe_finds_no_serious_or_critical_violation_on_any_page_light_or_dark(surveyed,
+                                                                              edition):
     """Every built page: axe-core (WCAG 2.1 A/AA and best practice) reports no
-    serious or critical violation in light mode, and no contrast violation in
-    dark mode (the page is the same there but for its colours, so the dark pass
-    runs the colour-contrast rule only). Prints a per-page table of violating
-    nodes by impact; writes the details to _build/axe-report.json."""
-    rows = []
-    for page_path in built_pages(built_book):
-        for scheme in ("light", "dark"):
-            context, page = open_page(browser, f"{book_server}/{page_path}", scheme=scheme)
-            theme = page.evaluate("() => document.documentElement.dataset.theme")
-            assert theme == scheme, f"{page_path}: asked for {scheme} mode, got {theme!r}"
-            rows.append({"page": page_path, "mode": scheme,
-                         "violations": run_axe(page, only_contrast=scheme == "dark")})
-            context.close()
-    (ROOT / "_build" / "axe-report.json").write_text(json.dumps(rows, indent=1))
-    print("\n[axe] violating nodes per page, by impact\n" + summary_table(rows))
-    bad = {f"{r['page']} ({r['mode']})": [v for v in r["violations"]
-                                          if v["impact"] in ("serious", "critical")]
-           for r in rows}
-    bad = {k: v for k, v in bad.items() if v}
-    assert not bad, json.dumps(bad, indent=1)
+    serious or critical violation in light mode, and none from the
+    colour-contrast rule once the page is switched to the dark theme (the page
+    is the same there but for its colours). A reader who asks for dark mode
+    gets the dark theme (the phone visit asks). Prints a per-page table of
+    violating nodes by impact; writes the details to _build/axe-report-*.json."""
+    require_axe()
+    result = surveyed(edition)
+    rows = [{"page": page, "mode": mode, "violations": found}
+            for page, r in result["pages"].items()
+            for mode, found in (("light", r.get("axe", [])),
+                                ("dark", r.get("dark", {}).get("violations", [])))]
+    (ROOT / "_build" / f"axe-report-{edition}.json").write_text(json.dumps(rows, indent=1))
+    print(f"\n[axe] {edition}: violating nodes per page, by impact\n" + summary_table(rows))
+    bad = {**failures(result, "axe", lambda found, _: serious(found)),
+           **{f"{page} (dark)": found for page, found in failures(
+               result, "dark", lambda d, _: serious(d["violations"])
+               or (d["theme"] != "dark" and f"switched to dark, got {d['theme']!r}")).items()},
+           **{f"{page} (asks for dark)": found for page, found in failures(
+               result, "phone", lambda p, _: p["theme"] != "dark" and
+               f"a reader asking for dark mode got the {p['theme']!r} theme").items()}}
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
 
 
 def test_axe_audit_can_fail(tmp_path, browser, built_book):
     """The audit must see a fault: low-contrast text and an unlabelled slider.
     (built_book: the build runs `npm ci`, which installs axe-core.)"""
+    require_axe()
     (tmp_path / "bad.html").write_text(
         "<!doctype html><html lang='en'><head><title>bad</title></head><body><main>"
         "<h1>Bad page</h1><p style='color:#bbb;background:#fff'>faint text</p>"
@@ -136,159 +124,75 @@ def test_search_button_override_is_the_installed_themes_without_a_mismatched_lab
 
 # --- keyboard -------------------------------------------------------------
 
-def focus_by_keyboard(page, locator) -> None:
-    """Give `locator` focus the way a keyboard user does: Tab into it."""
-    locator.focus()
-    page.keyboard.press("Shift+Tab")
-    page.keyboard.press("Tab")
-    assert locator.evaluate("e => e === document.activeElement"), "Tab did not reach it"
-
-
-def focus_ring(locator) -> dict:
-    return locator.evaluate("""e => { const s = getComputedStyle(e);
-        return {visible: e.matches(':focus-visible'), style: s.outlineStyle,
-                width: parseFloat(s.outlineWidth)}; }""")
-
-
+@pytest.mark.parametrize("edition", BY_EDITION)
 def test_explorer_sliders_show_a_focus_ring_and_solutions_open_from_the_keyboard(
-        built_book, book_server, browser):
-    sliders = solutions = 0
-    for page_path in built_pages(built_book):
-        text = (built_book / page_path).read_text(errors="replace")
-        if 'class="attn-explorer"' not in text and "dropdown admonition" not in text:
-            continue
-        context, page = open_page(browser, f"{book_server}/{page_path}")
-        ranges = page.locator(".attn-explorer input[type=range]")
-        for k in range(ranges.count()):
-            focus_by_keyboard(page, ranges.nth(k))
-            ring = focus_ring(ranges.nth(k))
-            assert ring["visible"] and ring["style"] != "none" and ring["width"] >= 2, \
-                f"{page_path}: explorer slider {k} shows no focus ring: {ring}"
-            sliders += 1
-        buttons = page.locator(".dropdown.admonition button.toggle-button")
-        for k in range(buttons.count()):
-            button = buttons.nth(k)
-            box = button.locator("xpath=ancestor::div[contains(@class,'dropdown')][1]")
-            body = box.locator(":scope > :not(.admonition-title)").first
-            assert not body.is_visible(), f"{page_path}: solution {k} is not folded"
-            focus_by_keyboard(page, button)
-            ring = focus_ring(button)
-            assert ring["visible"] and ring["style"] != "none" and ring["width"] >= 2, \
-                f"{page_path}: solution toggle {k} shows no focus ring: {ring}"
-            page.keyboard.press("Enter")
-            assert body.is_visible(), f"{page_path}: Enter did not open solution {k}"
-            assert button.get_attribute("aria-expanded") == "true"
-            solutions += 1
-        context.close()
+        surveyed, edition):
+    """Tab reaches every explorer slider and folded solution, each shows a focus
+    ring (visible, at least 2 px), a solution starts folded and Enter opens it."""
+    result = surveyed(edition)
+    bad = failures(result, "keyboard",
+                   lambda k, _: k["slider_problems"] + k["solution_problems"])
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+    found = [r["keyboard"] for r in result["pages"].values()]
+    sliders, solutions = (sum(k[n] for k in found) for n in ("sliders", "solutions"))
     assert sliders and solutions, (sliders, solutions)
-    print(f"\n[keyboard] {sliders} slider focus rings, {solutions} solutions opened with Enter")
+    print(f"\n[keyboard] {edition}: {sliders} slider focus rings, {solutions} solutions "
+          "opened with Enter")
 
 
 # --- one search field -----------------------------------------------------
 
-VISIBLE_SEARCH_FIELDS = """() => {
-    const shown = e => { const r = e.getBoundingClientRect(), s = getComputedStyle(e);
-        return r.width > 0 && r.height > 0 && s.visibility !== 'hidden'
-               && !e.closest('[hidden], dialog:not([open])'); };
-    return [...document.querySelectorAll(
-            'input[type=search], .search-button-field, .search-button, [role=search] input')]
-        .filter(e => !e.closest('.bd-article, .bd-search-container') && shown(e))
-        .map(e => e.className || e.tagName);
-}"""
-
-
-def test_every_page_shows_exactly_one_search_field_on_desktop_and_phone(
-        built_book, book_server, browser):
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_every_page_shows_exactly_one_search_field_on_desktop_and_phone(surveyed, edition):
     """Outside the page's own text (search.html has its query form there), one
     search UI: the sidebar's field on a desktop, the header's button on a phone."""
-    for width in (DESKTOP, PHONE):
-        context = browser.new_context(viewport={"width": width, "height": 900})
-        page = context.new_page()
-        for page_path in built_pages(built_book):
-            goto_settled(page, f"{book_server}/{page_path}")
-            fields = page.evaluate(VISIBLE_SEARCH_FIELDS)
-            assert len(fields) == 1, f"{page_path} at {width} px: search fields {fields}"
-        context.close()
+    result = surveyed(edition)
+    bad = {**failures(result, "search_laptop", lambda f, _: len(f) != 1 and f),
+           **{f"{page} (phone)": found for page, found in failures(
+               result, "phone", lambda p, _: len(p["search_fields"]) != 1
+               and p["search_fields"]).items()}}
+    assert not bad, json.dumps(bad, indent=1)
 
 
 # --- phones ---------------------------------------------------------------
 
-OVERFLOW = """() => {
-    const root = document.documentElement, vw = root.clientWidth, bad = [];
-    // inside a box that scrolls, or clips (KaTeX's SVG strokes for roots and
-    // braces are drawn wide and cut to size by such a box), nothing sticks out
-    const scrolls = e => { for (let a = e.parentElement; a && a !== root; a = a.parentElement) {
-        const o = getComputedStyle(a).overflowX;
-        if (['auto', 'scroll', 'hidden', 'clip'].includes(o)
-                && a.getBoundingClientRect().right <= vw + 1)
-            return true; }
-        return false; };
-    for (const e of document.querySelectorAll('.bd-article *')) {
-        const r = e.getBoundingClientRect();
-        if (e.closest('.katex-mathml')) continue;    // KaTeX's visually hidden MathML copy
-        if (r.width > 1 && r.right > vw + 1 && !scrolls(e)) {
-            bad.push(e.tagName.toLowerCase() + '.' + [...e.classList].join('.')
-                     + ' right=' + Math.round(r.right));
-        }
-    }
-    return {scrollWidth: root.scrollWidth, clientWidth: vw, clipped: bad.slice(0, 5)};
-}"""
+def phone_problems(found: dict, _) -> dict | list | None:
+    if found["scrollWidth"] > found["clientWidth"] or found["clipped"]:
+        return {k: found[k] for k in ("scrollWidth", "clientWidth", "clipped")}
+    return [f"explorer {k} is wider than the phone" if max(img["right"], slider["right"]) > PHONE
+            else f"explorer {k}: the slider is not under the picture"
+            for k, (img, slider) in enumerate(found["explorers"])
+            if max(img["right"], slider["right"]) > PHONE or slider["top"] < img["bottom"]]
 
 
-def test_no_page_scrolls_sideways_at_390_px(built_book, book_server, browser):
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_no_page_scrolls_sideways_at_390_px(surveyed, edition):
     """At a phone's width the page never scrolls sideways, and nothing in the
     text sticks out past the screen unless it sits in its own scrolling box
     (a wide table or equation); explorers keep picture and slider on screen."""
-    context = browser.new_context(viewport={"width": PHONE, "height": 844})
-    page = context.new_page()
-    problems, explorers = {}, 0
-    for page_path in built_pages(built_book):
-        goto_settled(page, f"{book_server}/{page_path}")
-        found = page.evaluate(OVERFLOW)
-        if found["scrollWidth"] > found["clientWidth"] or found["clipped"]:
-            problems[page_path] = found
-        for box in page.locator(".attn-explorer").all():
-            img, slider = box.evaluate("""b => [b.querySelector('img'), b.querySelector('input')]
-                .map(e => { const r = e.getBoundingClientRect();
-                            return {right: r.right, top: r.top, bottom: r.bottom}; })""")
-            assert max(img["right"], slider["right"]) <= PHONE, \
-                f"{page_path}: an explorer is wider than the phone"
-            assert slider["top"] >= img["bottom"], f"{page_path}: the slider is not under the picture"
-            explorers += 1
-    context.close()
-    assert not problems, json.dumps(problems, indent=1)
-    print(f"\n[phone] {len(built_pages(built_book))} pages fit {PHONE} px; "
+    result = surveyed(edition)
+    bad = failures(result, "phone", phone_problems)
+    assert not bad, json.dumps(bad, indent=1)
+    explorers = sum(len(r["phone"]["explorers"]) for r in result["pages"].values())
+    print(f"\n[phone] {edition}: {len(result['pages'])} pages fit {PHONE} px; "
           f"{explorers} explorers on screen")
 
 
-def test_no_code_cell_scrolls_sideways_on_a_laptop(built_book, book_server, browser):
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_no_code_cell_scrolls_sideways_on_a_laptop(surveyed, edition):
     """At 1280 px every line of every shown code cell, and of the code in every
-    opened solution, fits its box: the chapters are formatted to 76
-    characters (chapters/ruff.toml) and the prose's code to 68
+    opened solution, fits its box on the chapter pages: the chapters are
+    formatted to 76 characters (chapters/ruff.toml) and the prose's code to 68
     (tests/test_repo.py), and this checks that the theme's boxes hold them."""
-    context, page = open_page(browser, f"{book_server}/intro.html", width=DESKTOP)
-    wide, cells = {}, 0
-    for page_path in built_pages(built_book):
-        if not page_path.startswith("chapters/"):
-            continue
-        goto_settled(page, f"{book_server}/{page_path}")
-        buttons = page.locator(".dropdown.admonition button.toggle-button")
-        for k in range(buttons.count()):
-            buttons.nth(k).click()
-        found = page.evaluate("""() => [...document.querySelectorAll(
-                '.cell_input pre, .dropdown.admonition pre')]
-            .filter(pre => pre.clientWidth > 0)
-            .map(pre => ({over: pre.scrollWidth - pre.clientWidth,
-                          line: pre.innerText.split('\\n')
-                                   .reduce((a, b) => b.length > a.length ? b : a, '')}))""")
-        cells += len(found)
-        if over := [f["line"] for f in found if f["over"] > 1]:
-            wide[page_path] = over
-    context.close()
-    assert cells > 100, f"only {cells} code cells found"
-    assert not wide, json.dumps(wide, indent=1, ensure_ascii=False)
-    print(f"\n[laptop] {cells} code blocks (cells and opened solutions) on the chapter "
-          "pages fit 1280 px")
+    result = surveyed(edition)
+    chapters = [p for p in result["pages"] if p.removeprefix("zh/").startswith("chapters/")]
+    bad = failures(result, "code", lambda c, _: c["wide"], pages=chapters)
+    cells = sum(result["pages"][p]["code"]["cells"] for p in chapters
+                if "code" in result["pages"][p])
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+    assert cells > 50, f"only {cells} code cells found"
+    print(f"\n[laptop] {edition}: {cells} code blocks (cells and opened solutions) on the "
+          "chapter pages fit 1280 px")
 
 
 # --- Chinese glyphs -------------------------------------------------------
@@ -325,40 +229,26 @@ def test_pages_with_chinese_and_only_those_load_a_font_holding_every_character(b
           f"{len(served)} font files, {size / 1024:.1f} KiB in all")
 
 
-GLYPHS = """async ([family, chars]) => {
-    await document.fonts.ready;
-    await document.fonts.load(`40px "${family}"`, chars);
-    const draw = (text, font) => {
-        const c = document.createElement('canvas'); c.width = 60; c.height = 60;
-        const g = c.getContext('2d'); g.font = font; g.fillText(text, 5, 45);
-        return {width: g.measureText(text).width,
-                pixels: Array.from(g.getImageData(0, 0, 60, 60).data).join()};
-    };
-    const stack = getComputedStyle(document.querySelector('main')).fontFamily;
-    const ours = [...chars].map(ch => draw(ch, `40px ${stack}`));
-    const box = draw('\\u0378', `40px ${stack}`);      // unassigned: always the missing-glyph box
-    return {check: document.fonts.check(`40px "${family}"`, chars), stack,
-            widths: ours.map(o => o.width), box: box.width,
-            distinct: new Set(ours.map(o => o.pixels)).size,
-            likeBox: ours.filter(o => o.pixels === box.pixels).length};
-}"""
-
-
-def test_chinese_glyphs_render_from_the_books_font_not_as_boxes(built_book, book_server,
-                                                                  browser):
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_chinese_glyphs_render_from_the_books_font_not_as_boxes(built_book, surveyed, edition):
     """On every page with Chinese: the font is loaded for those characters, each
     character is drawn one em wide with the page's own font stack, unlike the
     missing-glyph box, and different characters give different pictures (boxes
     would all look alike)."""
-    for page_path, chars in cjk_pages(built_book).items():
-        sample = "".join(sorted(chars)[:12])
-        context, page = open_page(browser, f"{book_server}/{page_path}")
-        r = page.evaluate(GLYPHS, [CJK_FAMILY, sample])
-        context.close()
-        assert r["check"], f"{page_path}: document.fonts.check failed for {sample!r}"
-        assert CJK_FAMILY in r["stack"], f"{page_path}: page font stack {r['stack']}"
-        assert all(abs(w - 40) < 0.5 for w in r["widths"]), (page_path, sample, r["widths"])
-        assert r["likeBox"] == 0 and r["distinct"] == len(sample), (page_path, sample, r)
+    result = surveyed(edition)
+    with_cjk = {p: c for p, c in cjk_pages(built_book).items() if p in result["pages"]}
+    assert with_cjk, f"no page of the {edition} edition has Chinese characters"
+
+    def wrong(r: dict, report: dict):
+        sample = glyph_sample(with_cjk[report["page"]])
+        return ((not r["check"] and f"document.fonts.check failed for {sample!r}")
+                or (CJK_FAMILY not in r["stack"] and f"page font stack {r['stack']}")
+                or (not all(abs(w - 40) < 0.5 for w in r["widths"]) and r["widths"])
+                or ((r["likeBox"] or r["distinct"] != len(sample)) and r))
+    bad = failures(result, "glyphs", wrong)
+    unread = sorted(set(with_cjk) - {p for p, r in result["pages"].items() if "glyphs" in r})
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+    assert not unread, f"pages with Chinese whose glyphs were not read: {unread}"
 
 
 def test_glyph_check_sees_boxes_without_the_books_font(built_book, book_server, browser):
@@ -373,37 +263,28 @@ def test_glyph_check_sees_boxes_without_the_books_font(built_book, book_server, 
     context.route("**/cjk.css", lambda route: route.abort())
     page = context.new_page()
     page.goto(f"{book_server}/glossary.html", wait_until="load")
-    sample = "".join(sorted(cjk_pages(built_book)["glossary.html"])[:12])
-    r = page.evaluate(GLYPHS, [CJK_FAMILY, sample])
+    sample = glyph_sample(cjk_pages(built_book)["glossary.html"])
+    r = read_glyphs(page, sample)
     context.close()
     assert r["likeBox"] == len(sample) and r["distinct"] == 1, r
 
 
 # --- no 404, favicon included ---------------------------------------------
 
-def test_every_page_over_http_gets_no_404_and_has_a_favicon(built_book, recording_server,
-                                                           browser):
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_every_page_over_http_gets_no_404_and_has_a_favicon(surveyed, edition):
     """Served over HTTP, as a host would serve it: the server answers every
-    request the browser makes (the browser's own favicon request included) with
-    success, no page logs a console error, and each page names its icon."""
-    base, log = recording_server
-    context = browser.new_context()
-    page = context.new_page()
-    errors = []
-    page.on("console", lambda m: m.type == "error" and errors.append(m.text))
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    for page_path in built_pages(built_book):
-        page.goto(f"{base}/{page_path}", wait_until="load")
-        page.wait_for_load_state("networkidle")   # the favicon request comes after load
-        icon = page.evaluate("""async () => { const l = document.querySelector("link[rel~=icon]");
-            if (!l) return null;
-            const r = await fetch(l.href); return [r.status, r.headers.get('content-type')]; }""")
-        assert icon and icon[0] == 200 and icon[1].startswith("image/"), (page_path, icon)
-    context.close()
-    failed = [(status, path) for status, path in log if status >= 400]
+    request the browser made on the survey's visits (the browser's own favicon
+    requests included) with success, and each page names its icon."""
+    result = surveyed(edition)
+    bad = failures(result, "favicon", lambda icon, _: not (
+        icon and icon[0] == 200 and icon[1].startswith("image/")) and (icon or "no icon link"))
+    failed = [(status, path) for status, path in result["requests"] if status >= 400]
+    assert not bad, json.dumps(bad, indent=1)
     assert not failed, failed
-    assert not errors, errors
-    print(f"\n[http] {len(log)} requests answered, none failed; 0 console errors")
+    assert any(path.endswith((".ico", ".png", ".svg")) and "favicon" in path
+               for _, path in result["requests"]), "no favicon was requested"
+    print(f"\n[http] {edition}: {len(result['requests'])} requests answered, none failed")
 
 
 # --- colour ---------------------------------------------------------------

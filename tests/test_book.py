@@ -1,53 +1,21 @@
 """The strict book build, and every built page in headless Chromium.
 
 Each page is loaded from a local server on 127.0.0.1 while every request to
-any other host is blocked and counted. A page fails on a console error, a
-failed, blocked or 4xx/5xx request, TeX left unrendered, or a broken image.
+any other host is blocked and counted (tests/survey.py visits each page once
+for all the browser checks). A page fails on a console error, a failed,
+blocked or 4xx/5xx request, TeX left unrendered, or a broken image.
 """
 from __future__ import annotations
 
 import json
 import re
-from urllib.parse import urlparse
 
 import pytest
+from survey import BY_EDITION, built_pages, check_page, failures
 
 from tools.project import ROOT, serve, toc_files
 
-pytestmark = [pytest.mark.xdist_group("book"), pytest.mark.slow]
-
-RAW_TEX = ["\\(", "\\)", "\\[", "\\]", "$$", "\\begin{"]
-
-
-def built_pages(html_dir):
-    """Every page of both editions (the Chinese one is in zh/)."""
-    return sorted(p.relative_to(html_dir).as_posix() for p in html_dir.rglob("*.html")
-                  if not any(part.startswith(("_", "reports"))
-                             for part in p.relative_to(html_dir).parts))
-
-
-SETTLE = """async () => {
-    await document.fonts.ready;
-    // colour transitions (the theme's links and buttons) must end before
-    // anything measures colours
-    await Promise.all(document.getAnimations()
-        .filter(a => a.effect && a.effect.getComputedTiming().iterations !== Infinity)
-        .map(a => a.finished.catch(() => null)));
-}"""
-
-
-def goto_settled(page, url: str):
-    """Open `url` and wait until the page's fonts and transitions have settled.
-
-    The two index.html pages redirect (a meta refresh) to intro.html; for them
-    wait for the page they lead to. Waiting for network idle instead costs at
-    least 0.5 s per page (26 s over 46 pages, measured) and shows no more.
-    """
-    page.goto(url, wait_until="load")
-    if url.rsplit("/", 1)[-1] == "index.html":
-        page.wait_for_url(lambda u: u.rsplit("/", 1)[-1] != "index.html")
-        page.wait_for_load_state("load")
-    page.evaluate(SETTLE)
+pytestmark = [pytest.mark.slow]
 
 
 def editions(html_dir):
@@ -78,42 +46,6 @@ def test_no_built_page_references_another_host(built_book):
     assert not offenders, f"pages load assets from other hosts: {offenders}"
 
 
-def check_page(browser, base_url: str, page_path: str) -> dict:
-    """Load one page; return what went wrong on it."""
-    context = browser.new_context()
-    page = context.new_page()
-    report = {"page": page_path, "console_errors": [], "failed": [], "blocked": [],
-              "bad_status": [], "raw_tex": [], "broken_images": [], "math": 0}
-
-    def route(r):
-        host = urlparse(r.request.url).hostname
-        if r.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
-            r.continue_()
-        else:
-            report["blocked"].append(r.request.url)
-            r.abort()
-
-    context.route("**/*", route)
-    page.on("console", lambda m: m.type == "error" and report["console_errors"].append(m.text))
-    page.on("pageerror", lambda e: report["console_errors"].append(str(e)))
-    page.on("requestfailed", lambda r: report["failed"].append(f"{r.url} ({r.failure})"))
-    page.on("response", lambda r: r.status >= 400 and report["bad_status"].append(
-        f"{r.status} {r.url}"))
-    goto_settled(page, f"{base_url}/{page_path}")
-    report["math"] = page.evaluate("() => document.querySelectorAll('.katex').length")
-    report["broken_images"] = page.evaluate("""async () => {
-        const imgs = [...document.images];
-        imgs.forEach(i => { i.loading = 'eager'; });
-        await Promise.all(imgs.map(i => i.complete ? null :
-            new Promise(ok => { i.onload = ok; i.onerror = ok; })));
-        return imgs.filter(i => !i.naturalWidth).map(i => i.currentSrc || i.src);
-    }""")
-    text = page.evaluate("() => (document.querySelector('main') || document.body).innerText")
-    report["raw_tex"] = [t for t in RAW_TEX if t in text]
-    context.close()
-    return report
-
-
 def test_book_figures_are_palette_pngs(built_book):
     """In the book's build attnbook.plots writes figures as 256-colour palette
     PNGs (ATTNBOOK_STATIC), about a third of the bytes of full-colour ones."""
@@ -126,20 +58,31 @@ def test_book_figures_are_palette_pngs(built_book):
     assert not full, f"{len(full)} of {len(images)} figures are not palette PNGs: {full[:5]}"
 
 
-def test_every_page_loads_offline_with_no_errors_and_rendered_math(built_book, book_server,
-                                                                    browser):
-    reports = [check_page(browser, book_server, p) for p in built_pages(built_book)]
-    (ROOT / "_build" / "browser-report.json").write_text(json.dumps(reports, indent=1))
-    problems = {r["page"]: {k: v for k, v in r.items() if isinstance(v, list) and v}
-                for r in reports}
-    problems = {k: v for k, v in problems.items() if v}
-    blocked = sum(len(r["blocked"]) for r in reports)
-    errors = sum(len(r["console_errors"]) for r in reports)
-    print(f"\n[browser] {len(reports)} pages, {blocked} requests outside 127.0.0.1, "
-          f"{errors} console errors, {sum(r['math'] for r in reports)} formulas rendered")
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_every_page_loads_offline_with_no_errors_and_rendered_math(surveyed, edition):
+    """Every page, loaded from 127.0.0.1 with every other host blocked, and
+    while the other browser checks work on it: no console error, no failed,
+    blocked or 4xx/5xx request, no TeX left unrendered, no broken image."""
+    result = surveyed(edition)
+    problems = {}
+    for page, r in result["pages"].items():
+        found = {k: r[k] for k in ("console_errors", "failed", "blocked", "bad_status") if r[k]}
+        if "load" in r["errors"]:
+            found["load"] = r["errors"]["load"]
+        else:
+            found.update({k: v for k, v in r["load"].items() if isinstance(v, list) and v})
+        if found:
+            problems[page] = found
+    (ROOT / "_build" / f"browser-report-{edition}.json").write_text(
+        json.dumps(result["pages"], indent=1, ensure_ascii=False))
+    reports = result["pages"].values()
+    print(f"\n[browser] {edition}: {len(reports)} pages, "
+          f"{sum(len(r['blocked']) for r in reports)} requests outside 127.0.0.1, "
+          f"{sum(len(r['console_errors']) for r in reports)} console errors, "
+          f"{sum(r.get('load', {}).get('math', 0) for r in reports)} formulas rendered")
     assert not problems, json.dumps(problems, indent=1)
-    intro = next(r for r in reports if r["page"] == "intro.html")
-    assert intro["math"] > 0, "the introduction's equation was not typeset by KaTeX"
+    intro = result["pages"][("zh/" if edition == "zh" else "") + "intro.html"]
+    assert intro["load"]["math"] > 0, "the introduction's equation was not typeset by KaTeX"
 
 
 def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, browser):
@@ -157,37 +100,21 @@ def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, br
     assert any("boom" in e for e in report["console_errors"]), report
 
 
-def test_static_explorer_sliders_respond_to_the_keyboard(built_book, book_server, browser):
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_static_explorer_sliders_respond_to_the_keyboard(built_book, surveyed, edition):
     """Every explorer in the book: focus its slider, press an arrow key, and
     check that the visible frame, the value label and the frame's alt text
     (which names the value) change."""
-    pages = [p for p in built_pages(built_book)
-             if 'class="attn-explorer"' in (built_book / p).read_text(errors="replace")]
-    assert pages, "no page of the book contains an explorer"
-    moved = 0
-    for page_path in pages:
-        page = browser.new_page()
-        page.goto(f"{book_server}/{page_path}")
-        sliders = page.locator(".attn-explorer input[type=range]")
-        for k in range(sliders.count()):
-            slider = sliders.nth(k)
-            box = slider.locator("xpath=ancestor::div[contains(@class,'attn-explorer')]")
-            image, label = box.locator("img"), box.locator("output")
-            before = (image.get_attribute("src"), label.inner_text())
-            alt_before = image.get_attribute("alt")
-            at_max = slider.get_attribute("value") == slider.get_attribute("max")
-            slider.focus()
-            page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
-            after = (image.get_attribute("src"), label.inner_text())
-            assert after[0] != before[0], f"{page_path}: explorer {k}: the frame did not change"
-            assert after[1] != before[1], f"{page_path}: explorer {k}: the label did not change"
-            alt = image.get_attribute("alt")
-            assert alt != alt_before and after[1].split(" = ")[-1] in alt, \
-                f"{page_path}: explorer {k}: the alt text {alt!r} does not follow {after[1]!r}"
-            assert image.evaluate("i => i.complete && i.naturalWidth > 0")
-            moved += 1
-        page.close()
-    print(f"\n[browser] moved {moved} explorer sliders with the keyboard on {len(pages)} pages")
+    result = surveyed(edition)
+    expected = {p: (built_book / p).read_text(errors="replace").count('class="attn-explorer"')
+                for p in result["pages"]}
+    assert sum(expected.values()), "no page of the book contains an explorer"
+    bad = failures(result, "keyboard", lambda k, r: k["slider_problems"]
+                   or (k["sliders"] != expected[r["page"]]
+                       and f"{k['sliders']} sliders, {expected[r['page']]} explorers"))
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+    print(f"\n[browser] {edition}: moved {sum(expected.values())} explorer sliders with the "
+          f"keyboard on {sum(map(bool, expected.values()))} pages")
 
 
 def test_static_explorer_works_over_file_urls(built_book, browser):
@@ -289,48 +216,20 @@ def test_chinese_search_finds_the_right_chapters(built_book, book_server, browse
     assert expected <= set(found), f"search for {query} lists {found}, not {sorted(expected)}"
 
 
-MATH_WITHOUT_SCRIPTS = """async () => {
-    await document.fonts.ready;
-    const math = [...document.querySelectorAll('.bd-article span.math, .bd-article div.math')];
-    const unset = math.filter(m => {
-        const html = m.querySelector('.katex-html');
-        return !html || html.getBoundingClientRect().width < 1;
-    });
-    const text = (document.querySelector('main') || document.body).innerText;
-    const katexFonts = [...document.fonts].filter(
-        f => f.family.replace(/"/g, '').startsWith('KaTeX_') && f.status === 'loaded');
-    return {formulas: math.length, unset: unset.slice(0, 3).map(m => m.textContent.slice(0, 60)),
-            errors: document.querySelectorAll('.katex-error').length,
-            scripts: [...document.scripts].filter(s => /katex|mathjax/i.test(s.src)).length,
-            text, fonts: katexFonts.map(f => f.family)};
-}"""
-
-
-def test_math_reads_with_javascript_off_in_both_editions(built_book, book_server, browser):
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_math_reads_with_javascript_off(surveyed, edition):
     """Formulas are typeset when the book is built: with JavaScript off,
-    every formula of every page of both editions is laid out by KaTeX's
-    HTML in KaTeX's fonts (served by the book), no TeX source shows, and no
-    page loads a maths script."""
-    context = browser.new_context(java_script_enabled=False)
-    page = context.new_page()
-    pages, formulas, fonts, problems = 0, 0, set(), {}
-    for folder, names in editions(built_book):
-        prefix = "" if folder == built_book else "zh/"
-        for name in names:
-            if name.rsplit("/", 1)[-1] == "index.html":
-                continue                    # a redirect to intro.html, checked there
-            page.goto(f"{book_server}/{prefix}{name}", wait_until="load")
-            r = page.evaluate(MATH_WITHOUT_SCRIPTS)
-            raw = [t for t in RAW_TEX if t in r["text"]]
-            if r["unset"] or r["errors"] or r["scripts"] or raw:
-                problems[prefix + name] = {"unset": r["unset"], "errors": r["errors"],
-                                           "scripts": r["scripts"], "raw_tex": raw}
-            if r["formulas"] and not r["fonts"]:
-                problems[prefix + name] = "formulas but no KaTeX font loaded"
-            pages, formulas = pages + 1, formulas + r["formulas"]
-            fonts.update(r["fonts"])
-    context.close()
-    print(f"\n[no-js] {pages} pages, {formulas} formulas typeset without JavaScript, "
-          f"KaTeX fonts used: {len(fonts)}")
-    assert not problems, json.dumps(problems, indent=1, ensure_ascii=False)
-    assert formulas > 500, f"only {formulas} formulas found: is the maths still typeset?"
+    every formula of every page is laid out by KaTeX's HTML in KaTeX's fonts
+    (served by the book), no TeX source shows, and no page loads a maths
+    script. (index.html only redirects to intro.html, which is read.)"""
+    result = surveyed(edition)
+    bad = failures(result, "plain", lambda r, _: {
+        k: r[k] for k in ("unset", "errors", "scripts", "raw_tex") if r[k]}
+        or (r["formulas"] and not r["fonts"] and "formulas but no KaTeX font loaded"))
+    read = [r["plain"] for r in result["pages"].values() if "plain" in r]
+    formulas = sum(r["formulas"] for r in read)
+    print(f"\n[no-js] {edition}: {len(read)} pages, {formulas} formulas typeset without "
+          f"JavaScript, KaTeX fonts used: {len({f for r in read for f in r['fonts']})}")
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+    assert len(read) >= len(result["pages"]) - 1, "pages were not read with JavaScript off"
+    assert formulas > 250, f"only {formulas} formulas found: is the maths still typeset?"
