@@ -182,7 +182,7 @@ def bench_kernel_startup(kernels: int = 5) -> None:
 
 
 def bench_explorers(moves: int = 50) -> None:
-    from attnbook import explorers as ex
+    from attnbook.explorers import png
     from tools.explorer_cases import KINDS, make
     print(f"\nExplorer slider moves: median and p95 over {moves} moves after 5 warm-up moves, "
           "each a value's first visit (no kept frame); revisit: the value's frame kept; "
@@ -202,7 +202,7 @@ def bench_explorers(moves: int = 50) -> None:
         def naive(kind=kind, n=n, step=step):
             fresh = make(kind)
             fresh.show(next(step) % n)
-            ex._png_full_redraw(fresh.figure)
+            png.png_full_redraw(fresh.figure)
 
         timeit.repeat(first_visit, number=1, repeat=5)
         live = [t * 1000 for t in timeit.repeat(first_visit, number=1, repeat=moves)]

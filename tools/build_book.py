@@ -89,8 +89,8 @@ def vendor_katex() -> bool:
 
 def attnbook_digest() -> str:
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "attnbook").glob("*.py")):
-        digest.update(path.name.encode() + path.read_bytes())
+    for path in sorted((ROOT / "attnbook").rglob("*.py")):
+        digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     return digest.hexdigest()
 
 
