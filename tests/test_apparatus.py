@@ -27,7 +27,8 @@ from tools.terms import (
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
-               "nn", "transformer", "learn", "plots", "explorers", "examples", "bugs", "glue"]
+               "nn", "layer", "transformer", "learn", "plots", "explorers", "examples", "bugs",
+               "glue"]
 ENTRIES = glossary_entries()
 TERMS = [e.term for e in ENTRIES]
 
