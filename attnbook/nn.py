@@ -174,12 +174,14 @@ class AdditiveAttention(nn.Module):
         queries : torch.Tensor, shape (..., n_q, d_q)
         keys : torch.Tensor, shape (..., n_k, d_kk)
         values : torch.Tensor, shape (..., n_k, d_v)
+            float16 and bfloat16 values are weighted and summed in float64.
         mask, valid_lens : optional
             As in `masked_softmax`.
 
         Returns
         -------
         output : torch.Tensor, shape (..., n_q, d_v)
+            In the dtype of values.
         weights : torch.Tensor, shape (..., n_q, n_k)
         """
         queries, keys, values = check_attention_inputs(queries, keys, values)

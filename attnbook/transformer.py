@@ -105,6 +105,8 @@ class GroupedQueryAttention(nn.Module):
     def forward(self, x: torch.Tensor, cache: KVCache | None = None):
         """Attend causally over x (and the cached tokens, if a cache is given).
 
+        Query head i reads key-value head ``i // (n_heads // n_kv_heads)``.
+
         Parameters
         ----------
         x : torch.Tensor, shape (batch, n, d_model)
@@ -362,7 +364,7 @@ class TinyGPT(nn.Module):
         Parameters
         ----------
         idx : torch.Tensor of int, shape (batch, n)
-            Token ids in [0, vocab).
+            Token ids in [0, vocab); n is at most max_len.
 
         Returns
         -------
