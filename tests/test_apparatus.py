@@ -15,8 +15,7 @@ import nbformat
 import pytest
 import yaml
 
-from tools.project import ROOT, book_config, chapter_notebooks, toc_files
-from tools.terms import (
+from tools.glossary.terms import (
     chapter_cells,
     chinese_table,
     first_uses,
@@ -24,6 +23,7 @@ from tools.terms import (
     pinyin_key,
     term_pattern,
 )
+from tools.project import ROOT, book_config, chapter_notebooks, toc_files
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
@@ -80,7 +80,7 @@ def test_every_chapter_links_the_first_use_of_each_glossary_term():
         for term, use in first_uses(chapter_cells(nb), TERMS).items():
             if not use.linked:
                 problems.append(f"{nb.name}: first use of {term!r} is not a link: ...{use.excerpt}...")
-    assert not problems, ("\n".join(problems) + "\n(run `python -m tools.link_terms` to see "
+    assert not problems, ("\n".join(problems) + "\n(run `python -m tools.glossary` to see "
                           "them, and `--write` to link them)")
 
 

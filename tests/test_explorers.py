@@ -17,7 +17,7 @@ from reference import loop_softmax
 from attnbook import explorers as ex
 from attnbook import plots
 from attnbook.explorers import png
-from tools.explorer_cases import KINDS, make
+from tools.bench.explorer_cases import KINDS, make
 
 
 def plotted_data(kind, e):
