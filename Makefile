@@ -26,7 +26,7 @@ $(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
 	@touch $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/python -m tools.build_book
+	$(BIN)/python -m tools.build
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -rP --durations=20
@@ -35,7 +35,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=chapters $(if $(filter 0,$(shell id -u)),--allow-root)
 
 translations: $(STAMP)
-	$(BIN)/python -m tools.update_translations
+	$(BIN)/python -m tools.build --translations
 
 bench: $(STAMP)
 	$(BIN)/python -m tools.bench

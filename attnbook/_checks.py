@@ -38,7 +38,7 @@ def as_real(x, name: str) -> np.ndarray:
         if a.dtype.kind == "f" and a.dtype.itemsize > 8:       # longdouble
             lost = np.isfinite(a) & ~np.isfinite(out)
             if lost.any():
-                where = tuple(int(i) for i in np.argwhere(lost)[0])
+                where = first_index(lost)
                 raise ValueError(f"{name} holds {a[where]!s} at index {where} of shape "
                                  f"{a.shape}, finite but beyond float64's range "
                                  f"(about 1.8e308), in which attnbook computes; rescale "
@@ -64,6 +64,12 @@ def to_numpy(x, name: str):
                         f"{x.dtype}") from None
 
 
+def first_index(flags: np.ndarray) -> tuple[int, ...]:
+    """Where the first True of the boolean array `flags` is (in C order), as a tuple
+    of ints: the index an error message shows for the first bad entry."""
+    return tuple(int(i) for i in np.argwhere(flags)[0])
+
+
 def flag(x, name: str) -> bool:
     """Return `x` if it is True or False; anything else ("no", 0, None) is a TypeError."""
     if not isinstance(x, (bool, np.bool_)):
@@ -77,7 +83,7 @@ def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> Non
     if not allow_neg_inf:
         bad |= a == -np.inf
     if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = first_index(bad)
         what = "NaN or +inf" if allow_neg_inf else "NaN or inf"
         raise ValueError(f"{name} must not contain {what}; found {a[where]} at "
                          f"index {where if a.ndim else '()'} of {name} with shape "
@@ -163,7 +169,7 @@ def as_distribution(w, name: str) -> np.ndarray:
         raise ValueError(f"{name} must have at least one entry along its last axis; "
                          f"got shape {a.shape}")
     if (a < 0).any():
-        where = tuple(int(i) for i in np.argwhere(a < 0)[0])
+        where = first_index(a < 0)
         raise ValueError(f"{name} must be probabilities (each >= 0); found {a[where]} at "
                          f"index {where} of {name} with shape {a.shape}")
     eps = 2.0 ** -7 if bfloat16 else np.finfo(arrived).eps if arrived is not None and \
@@ -172,7 +178,7 @@ def as_distribution(w, name: str) -> np.ndarray:
     totals = a.sum(axis=-1)
     bad = (np.abs(totals - 1) > tol) & (totals != 0)
     if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = first_index(bad)
         row = f"row {where} of {name} with shape {a.shape}" if a.ndim > 1 else \
             f"{name} of shape {a.shape}"
         raise ValueError(f"each row of {name} must sum to 1 (within {tol:.1g}), or be all 0 "
@@ -261,7 +267,7 @@ def require_finite_scores(scores: np.ndarray, allowed: np.ndarray | None, what: 
         bad = bad & allowed                       # allowed may add batch axes
         scores = np.broadcast_to(scores, bad.shape)
     if bad.any():
-        where = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = first_index(bad)
         raise ValueError(f"the scores overflow float64: score {where} (query row "
                          f"{where[-2] if len(where) > 1 else 0}, key {where[-1]}) of the "
                          f"scores with shape {scores.shape} is {scores[where]}; {what}")

@@ -41,6 +41,9 @@ def entropy(weights) -> np.ndarray:
 
     Taught in :doc:`/chapters/05_scaling` (chapter 5).
 
+    Uniform weights over n keys have the largest entropy, ln n; one-hot
+    weights have 0.
+
     Parameters
     ----------
     weights : array_like, shape (..., n)
@@ -144,7 +147,7 @@ def score_variance(d_ks: Sequence[int], rng: np.random.Generator, n_pairs: int =
     Parameters
     ----------
     d_ks : sequence of int
-        The widths to measure, positive integers.
+        The widths d_k to measure, positive integers.
     rng : numpy.random.Generator
         For instance ``np.random.default_rng(seed)``.
     n_pairs : int, default 20000

@@ -63,6 +63,7 @@ def softmax_over_queries(Q, K):
     Parameters
     ----------
     Q : array_like, shape (n_q, d_k)
+        The softmax normalises over these n_q queries (axis 0): the bug.
     K : array_like, shape (n_k, d_k)
 
     Returns
@@ -87,7 +88,7 @@ def mask_after_softmax(Q, K, mask):
     Q : array_like, shape (n_q, d_k)
     K : array_like, shape (n_k, d_k)
     mask : array_like of bool, broadcastable to (n_q, n_k)
-        True = may attend.
+        True = may attend; applied to the weights after the softmax: the bug.
 
     Returns
     -------
@@ -107,6 +108,8 @@ def multiply_by_sqrt_d(Q, K):
     ----------
     Q : array_like, shape (n_q, d_k)
     K : array_like, shape (n_k, d_k)
+        The scores Q Kᵀ are multiplied by √d_k instead of divided by it: the
+        bug.
 
     Returns
     -------
@@ -132,7 +135,8 @@ def float16_additive_mask(Q, K, mask):
     Q : array_like, shape (n_q, d_k)
     K : array_like, shape (n_k, d_k)
     mask : array_like of bool, broadcastable to (n_q, n_k)
-        True = may attend.
+        True = may attend; added to the float16 scores as (~mask) * -1e9: the
+        bug.
 
     Returns
     -------

@@ -11,7 +11,7 @@ import numbers
 
 import numpy as np
 
-from ._checks import as_real, generator, positive_number, require_finite, require_ndim
+from ._checks import as_real, first_index, generator, positive_number, require_finite, require_ndim
 from .core import softmax
 
 __all__ = ["gaussian_scores", "nadaraya_watson", "toy_regression_data", "toy_function"]
@@ -46,7 +46,7 @@ def gaussian_scores(x_query, x_keys, bandwidth: float = 1.0) -> np.ndarray:
     with np.errstate(over="ignore"):
         scores = -2 * (_half_distances(xq, xk) / h) ** 2      # (n_q, n_k)
     if not np.isfinite(scores).all():
-        i, j = (int(a) for a in np.argwhere(~np.isfinite(scores))[0])
+        i, j = first_index(~np.isfinite(scores))
         raise ValueError(f"bandwidth = {h:g} is too small for these inputs: the score of "
                          f"x_query[{i}] = {xq[i]:g} and key {j} = {xk[i, j]:g}, "
                          f"-(x - x_i)² / (2·bandwidth²), overflows float64; use a larger "

@@ -8,6 +8,7 @@ import numpy as np
 from ._checks import (
     as_mask,
     as_real,
+    first_index,
     positive_int,
     require_finite,
     require_finite_scores,
@@ -166,6 +167,6 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads: int, mask=None) -> Mult
 def _require_no_overflow(P: np.ndarray, product: str, advice: str) -> None:
     """Raise ValueError naming `product` if the finite inputs multiplied to NaN or inf."""
     if not np.isfinite(P).all():
-        where = tuple(int(i) for i in np.argwhere(~np.isfinite(P))[0])
+        where = first_index(~np.isfinite(P))
         raise ValueError(f"{product} overflows float64: entry {where} of {product} with "
                          f"shape {P.shape} is {P[where]}; {advice}")

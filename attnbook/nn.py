@@ -1,4 +1,4 @@
-"""torch modules for the book's attention layers (chapters 9 to 12).
+"""torch modules for the book's attention layers (chapters 8 and 9).
 
 Each forward returns (output, weights) explicitly; nothing is stored on the
 module. Masks follow attnbook.core: boolean, True = may attend; a query with
@@ -8,27 +8,27 @@ wording: floating-point tensors of one dtype, the shapes the docstrings give,
 no NaN or inf, and scores that overflow raise instead of posing as a
 masked row. Masks and valid_lens may be tensors, numpy arrays or lists.
 
-Chapter 14's Block, TinyGPT and GroupedQueryAttention are defined and
-documented in attnbook.transformer; ``attnbook.nn.Block`` and
-``from attnbook.nn import TinyGPT`` load them on first use.
+Chapter 12's CausalSelfAttention, KVCache and causal_heads are defined and
+documented in attnbook.layer, chapter 14's Block, TinyGPT and
+GroupedQueryAttention in attnbook.transformer; ``attnbook.nn.Block`` and
+``from attnbook.nn import CausalSelfAttention`` load them on first use.
 """
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
 
 import torch
 from torch import nn
 
-from ._checks import flag, positive_int
+from ._checks import positive_int
 from ._checks_torch import (
     allowed_keys,
     check_attention_inputs,
-    check_cache_append,
     check_dot_product_inputs,
     float_tensor,
     probability,
-    require_finite_result,
     require_finite_scores,
     require_finite_tensor,
     require_no_underflow,
@@ -174,12 +174,14 @@ class AdditiveAttention(nn.Module):
         queries : torch.Tensor, shape (..., n_q, d_q)
         keys : torch.Tensor, shape (..., n_k, d_kk)
         values : torch.Tensor, shape (..., n_k, d_v)
+            float16 and bfloat16 values are weighted and summed in float64.
         mask, valid_lens : optional
             As in `masked_softmax`.
 
         Returns
         -------
         output : torch.Tensor, shape (..., n_q, d_v)
+            In the dtype of values.
         weights : torch.Tensor, shape (..., n_q, n_k)
         """
         queries, keys, values = check_attention_inputs(queries, keys, values)
@@ -274,191 +276,14 @@ class NWKernelRegression(nn.Module):
         return y_hat.to(scores.dtype), weights.to(scores.dtype)     # (n_q,), (n_q, n_k)
 
 
-# =============================================================================
-# Chapter 12: a real attention layer (causal, multi-head, with a KV cache).
-# Appended as its own section; nothing above depends on it.
-# =============================================================================
-
-__all__ += ["CausalSelfAttention", "KVCache", "causal_heads"]
-
-
-class KVCache:
-    """The keys and values of the tokens seen so far, for step-by-step decoding.
-
-    Taught in :doc:`/chapters/12_attention_layer` (chapter 12).
-
-    Pass the same KVCache to every call of ``CausalSelfAttention.forward``
-    while generating; each call appends the new tokens' keys and values, so
-    earlier tokens are never projected again. The cache is state the caller
-    holds and can inspect, not hidden state on the module. It takes no
-    arguments; ``len(cache)`` is n_past. Its attributes ``k`` and ``v`` are
-    the cached keys and values, tensors of shape (batch, n_heads, n_past,
-    d_head), or None while the cache is empty.
-    """
-
-    def __init__(self):
-        self.k: torch.Tensor | None = None
-        self.v: torch.Tensor | None = None
-
-    def __len__(self) -> int:
-        """n_past: how many tokens the cache holds."""
-        return 0 if self.k is None else self.k.shape[-2]
-
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the new tokens' keys and values; return all of them.
-
-        Parameters
-        ----------
-        k, v : torch.Tensor, shape (batch, n_heads, n_new, d_head)
-
-        Returns
-        -------
-        k, v : torch.Tensor, shape (batch, n_heads, n_past + n_new, d_head)
-
-        Raises
-        ------
-        TypeError, ValueError
-            If k and v are not floating-point tensors of one shape and dtype
-            that match the cache, or hold NaN or inf.
-        """
-        check_cache_append(self.k, k, v)
-        if self.k is None:
-            self.k, self.v = k, v
-        else:
-            self.k = torch.cat([self.k, k], dim=-2)
-            self.v = torch.cat([self.v, v], dim=-2)
-        return self.k, self.v
-
-
-class CausalSelfAttention(nn.Module):
-    """Causal multi-head self-attention in the GPT layout, returning (output, weights).
-
-    Taught in :doc:`/chapters/12_attention_layer` (chapter 12). Heads:
-    :doc:`/chapters/10_toward_the_transformer` (chapter 10).
-
-    The layers are ``qkv``, one fused ``nn.Linear(d_model, 3 d_model)`` whose
-    output columns are Q, K and V side by side (the order and layout of
-    ``nn.MultiheadAttention``'s in_proj_weight), and ``proj``, the output
-    projection ``nn.Linear(d_model, d_model)``. The causal mask is the boolean
-    buffer ``mask`` (max_len, max_len), True = may attend.
-
-    Parameters
-    ----------
-    d_model : int
-        Width of the tokens.
-    n_heads : int
-        Number of heads h, which must divide d_model; each head has width
-        d_head = d_model / n_heads.
-    dropout : float, default 0.0
-        Probability of zeroing an attention weight in training mode, in [0, 1).
-    max_len : int, default 1024
-        Longest sequence (with the cache: n_past + n_new) the causal mask
-        buffer covers; GPT-2 uses 1024.
-    bias : bool, default True
-        Whether the two linear maps have biases (GPT-2's do).
-    """
-
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
-                 max_len: int = 1024, bias: bool = True):
-        super().__init__()
-        d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
-        max_len = positive_int(max_len, "max_len")
-        if d_model % n_heads:
-            raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
-        if probability(dropout) == 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
-        bias = flag(bias, "bias")
-        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
-        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
-        self.proj = nn.Linear(d_model, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
-        self.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
-                             persistent=False)
-
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
-        """Attend causally over x (and the cached tokens, if a cache is given).
-
-        Parameters
-        ----------
-        x : torch.Tensor, shape (batch, n, d_model)
-        cache : KVCache, optional
-            Appended to in place; its tokens come before x's.
-
-        Returns
-        -------
-        output : torch.Tensor, shape (batch, n, d_model)
-        weights : torch.Tensor, shape (batch, n_heads, n, n_k)
-            n_k = n without a cache and n_past + n with one. The weights returned
-            are the ones used, after dropout.
-        """
-        x = float_tensor(x, "x", 3, "(batch, n, d_model)")
-        require_same_dtype(self.qkv.weight, "the module's parameters", x=x)
-        if cache is not None and not isinstance(cache, KVCache):
-            raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, "
-                             f"{self.d_model}); got {tuple(x.shape)}")
-        batch, n, _ = x.shape
-        n_past = 0 if cache is None else len(cache)
-        if n_past + n > self.mask.shape[0]:
-            raise ValueError(f"n_past + n = {n_past} + {n} tokens exceed max_len = "
-                             f"{self.mask.shape[0]}, the length the causal mask covers")
-        h, d_head = self.n_heads, self.d_head
-        qkv = self.qkv(x)                                       # (batch, n, 3 d_model)
-        require_finite_result(qkv, "the projection qkv(x)")
-        q, k, v = qkv.split(self.d_model, dim=-1)               # 3 x (batch, n, d_model)
-        q = q.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
-        k = k.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
-        v = v.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
-        if cache is not None:
-            k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
-        n_k = k.shape[-2]                                       # n_past + n
-        # query i sits at position n_past + i and may see keys 0..n_past + i
-        allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
-        heads, weights = causal_heads(q, k, v, allowed, x.dtype, self.dropout)
-        merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
-        output = self.proj(merged)                              # (batch, n, d_model)
-        require_finite_result(output, "the output projection proj(heads)")
-        return output, weights
-
-
-def causal_heads(q, k, v, allowed, dtype, dropout=None):
-    """softmax(q kᵀ / √d_head) v over the allowed keys, head by head.
-
-    Taught in :doc:`/chapters/12_attention_layer` (chapter 12); chapter 14's
-    grouped-query layer shares it. float16 and bfloat16 are summed in float64.
-
-    Parameters
-    ----------
-    q : torch.Tensor, shape (batch, h, n, d_head)
-    k, v : torch.Tensor, shape (batch, h, n_k, d_head)
-    allowed : torch.Tensor of bool, shape (n, n_k)
-    dtype : torch.dtype
-        The dtype of the results.
-    dropout : torch.nn.Module, optional
-        Applied to the weights before they mix the values.
-
-    Returns
-    -------
-    heads : torch.Tensor, shape (batch, h, n, d_head)
-    weights : torch.Tensor, shape (batch, h, n, n_k)
-    """
-    scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(q.shape[-1])
-    require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
-                          "x, or use float64")
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
-    if weights.dtype != dtype:
-        require_no_underflow(weights, allowed, dtype)
-    if dropout is not None:
-        weights = dropout(weights)
-    return (weights @ widened(v)).to(dtype), weights.to(dtype)
-
-
-_TRANSFORMER = ("Block", "TinyGPT", "GroupedQueryAttention")
+#: Later chapters' torch layers, reachable from here too and loaded on first use:
+#: chapter 12's in attnbook.layer, chapter 14's in attnbook.transformer.
+_ELSEWHERE = {"CausalSelfAttention": "layer", "KVCache": "layer", "causal_heads": "layer",
+              "Block": "transformer", "TinyGPT": "transformer",
+              "GroupedQueryAttention": "transformer"}
 
 
 def __getattr__(name: str):
-    if name in _TRANSFORMER:
-        from . import transformer
-        return getattr(transformer, name)
+    if name in _ELSEWHERE:
+        return getattr(importlib.import_module(f".{_ELSEWHERE[name]}", __package__), name)
     raise AttributeError(f"module 'attnbook.nn' has no attribute {name!r}")

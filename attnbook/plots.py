@@ -47,7 +47,7 @@ MAX_INDEX_TICKS = 12
 
 
 DPI = 110
-# Set (to "1") by the book's build (tools/build_book.py, tests/nbrun.py): figures
+# Set (to "1") by the book's build (tools/build/book.py, tests/nbrun.py): figures
 # are written for the static HTML book, explorers render every frame.
 STATIC_ENV = "ATTNBOOK_STATIC"
 

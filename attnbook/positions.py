@@ -96,9 +96,10 @@ def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
     Parameters
     ----------
     x : array_like, shape (..., n, d)
-        Queries or keys, one row per token; d must be even.
+        Queries or keys, one row per token; d must be even, for two halves of
+        d/2 columns.
     positions : array_like, shape (n,)
-        The position of each row (integers, or any real numbers).
+        The position of each row (integers, or any real numbers), as in `rotate`.
     base : float, default 10000.0
         A finite number > 0, as in `rotate`.
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._checks import as_real, require_finite, require_ndim
+from ._checks import as_real, first_index, require_finite, require_ndim
 
 __all__ = ["additive_scores"]
 
@@ -65,7 +65,7 @@ def additive_scores(Q, K, W_q, W_k, w_v) -> np.ndarray:
         k_h = K @ W_k                                        # (..., n_k, h)
     for name, a, x, W in (("Q @ W_q", q_h, "Q", "W_q"), ("K @ W_k", k_h, "K", "W_k")):
         if not np.isfinite(a).all():
-            where = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+            where = first_index(~np.isfinite(a))
             raise ValueError(f"{name} overflows float64: entry {where} is {a[where]}; "
                              f"rescale {x} or {W}")
     batch = np.broadcast_shapes(q_h.shape[:-2], k_h.shape[:-2])

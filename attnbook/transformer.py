@@ -1,6 +1,6 @@
 """The whole Transformer block and a tiny GPT around it (chapter 14), in torch.
 
-`Block` wraps chapter 12's `attnbook.nn.CausalSelfAttention` (or, with
+`Block` wraps chapter 12's `attnbook.layer.CausalSelfAttention` (or, with
 ``n_kv_heads``, `GroupedQueryAttention`) in layer normalisation, a
 feed-forward network and two residual connections, pre-LN by default and
 post-LN by flag. `TinyGPT` stacks blocks between token and position
@@ -20,7 +20,13 @@ from ._checks_torch import (
     require_finite_result,
     require_same_dtype,
 )
-from .nn import CausalSelfAttention, KVCache, causal_heads
+from .layer import (
+    CausalSelfAttention,
+    KVCache,
+    cached_length,
+    causal_heads,
+    register_causal_mask,
+)
 
 __all__ = ["GroupedQueryAttention", "Block", "TinyGPT"]
 
@@ -62,11 +68,11 @@ class GroupedQueryAttention(nn.Module):
     ``i // (n_heads // n_kv_heads)``, the grouping of
     ``scaled_dot_product_attention(..., enable_gqa=True)``. n_kv_heads = h
     is chapter 12's multi-head attention, n_kv_heads = 1 is multi-query
-    attention (MQA). Unlike `attnbook.nn.CausalSelfAttention`, whose fused
+    attention (MQA). Unlike `attnbook.layer.CausalSelfAttention`, whose fused
     ``qkv`` map copies into ``nn.MultiheadAttention``, the layers are ``q``,
     ``nn.Linear(d_model, d_model)``, and ``kv``,
     ``nn.Linear(d_model, 2 n_kv_heads d_head)`` (keys, then values), and the
-    output projection ``proj``. A `attnbook.nn.KVCache` passed to `forward`
+    output projection ``proj``. A `attnbook.layer.KVCache` passed to `forward`
     stores only the n_kv_heads heads, which is what GQA saves. There is no
     dropout on the weights.
 
@@ -94,11 +100,12 @@ class GroupedQueryAttention(nn.Module):
         self.q = nn.Linear(d_model, d_model, bias=bias)
         self.kv = nn.Linear(d_model, 2 * n_kv_heads * self.d_head, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
-        self.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
-                             persistent=False)
+        register_causal_mask(self, max_len)
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None):
         """Attend causally over x (and the cached tokens, if a cache is given).
+
+        Query head i reads key-value head ``i // (n_heads // n_kv_heads)``.
 
         Parameters
         ----------
@@ -115,10 +122,7 @@ class GroupedQueryAttention(nn.Module):
         """
         x = _check_x(x, self.d_model, self.q.weight)
         batch, n, _ = x.shape
-        n_past = 0 if cache is None else len(cache)
-        if n_past + n > self.mask.shape[0]:
-            raise ValueError(f"n_past + n = {n_past} + {n} tokens exceed max_len = "
-                             f"{self.mask.shape[0]}, the length the causal mask covers")
+        n_past = cached_length(self.mask, cache, n)
         h, g, d_head = self.n_heads, self.n_kv_heads, self.d_head
         q = self.q(x).view(batch, n, h, d_head).transpose(1, 2)   # (batch, h, n, d_head)
         k, v = self.kv(x).split(g * d_head, dim=-1)               # 2 x (batch, n, g d_head)
@@ -360,7 +364,7 @@ class TinyGPT(nn.Module):
         Parameters
         ----------
         idx : torch.Tensor of int, shape (batch, n)
-            Token ids in [0, vocab).
+            Token ids in [0, vocab); n is at most max_len.
 
         Returns
         -------

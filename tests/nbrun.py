@@ -10,7 +10,7 @@ the build does, for tests that change it or its environment
 Cells tagged `remove-cell` are not shown in the book, so a reader who types
 the visible code never runs them. They may only glue numbers into the prose
 (tests/test_truth.py checks that statically), and the build runs them in a
-namespace of their own (`tools.build_book.isolate_removed_cells`): a
+namespace of their own (`tools.build.book.isolate_removed_cells`): a
 visible cell that uses a name only a removed cell defines fails with a
 NameError, as it would for the reader.
 """
@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 from nbclient.exceptions import CellExecutionError
 
-from tools.build_book import describe_failure, execute_notebook, isolate_removed_cells
+from tools.build.book import describe_failure, execute_notebook, isolate_removed_cells
 from tools.project import ROOT, config
 
 
@@ -43,7 +43,7 @@ def run(nb: nbformat.NotebookNode, where: str, cwd: Path,
 
 
 def build_once(run_id: str | None = None) -> tuple[bool, str]:
-    """Build the book strictly (`tools.build_book --all`) once per test run,
+    """Build the book strictly (`python -m tools.build --all`) once per test run,
     even if several pytest-xdist workers ask (a file lock makes the others
     wait); (it passed, its output)."""
     from filelock import FileLock
@@ -54,7 +54,7 @@ def build_once(run_id: str | None = None) -> tuple[bool, str]:
         if not done.exists():
             for old in (ROOT / "_build").glob(".built-*"):
                 old.unlink()
-            proc = subprocess.run([sys.executable, "-m", "tools.build_book", "--all"],
+            proc = subprocess.run([sys.executable, "-m", "tools.build", "--all"],
                                   cwd=ROOT, capture_output=True, text=True)
             done.write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
     returncode, _, output = done.read_text().partition("\n")

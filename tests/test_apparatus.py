@@ -15,8 +15,7 @@ import nbformat
 import pytest
 import yaml
 
-from tools.project import ROOT, book_config, chapter_notebooks, toc_files
-from tools.terms import (
+from tools.glossary.terms import (
     chapter_cells,
     chinese_table,
     first_uses,
@@ -24,10 +23,12 @@ from tools.terms import (
     pinyin_key,
     term_pattern,
 )
+from tools.project import ROOT, book_config, chapter_notebooks, toc_files
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
-               "nn", "transformer", "learn", "plots", "explorers", "examples", "bugs", "glue"]
+               "nn", "layer", "transformer", "learn", "plots", "explorers", "examples", "bugs",
+               "glue"]
 ENTRIES = glossary_entries()
 TERMS = [e.term for e in ENTRIES]
 
@@ -79,7 +80,7 @@ def test_every_chapter_links_the_first_use_of_each_glossary_term():
         for term, use in first_uses(chapter_cells(nb), TERMS).items():
             if not use.linked:
                 problems.append(f"{nb.name}: first use of {term!r} is not a link: ...{use.excerpt}...")
-    assert not problems, ("\n".join(problems) + "\n(run `python -m tools.link_terms` to see "
+    assert not problems, ("\n".join(problems) + "\n(run `python -m tools.glossary` to see "
                           "them, and `--write` to link them)")
 
 
@@ -195,8 +196,9 @@ def test_an_unknown_citation_key_fails_the_strict_build(tmp_path):
 
 def test_api_page_documents_every_attnbook_module():
     api = (ROOT / "api.md").read_text()
-    modules = {p.stem for p in (ROOT / "attnbook").glob("*.py")
-               if not p.stem.startswith("_")}
+    modules = {p.stem for p in (ROOT / "attnbook").glob("*.py")} | {
+        p.parent.name for p in (ROOT / "attnbook").glob("*/__init__.py")}
+    modules = {m for m in modules if not m.startswith("_")}
     assert modules == set(API_MODULES)
     for name in API_MODULES:
         assert f".. automodule:: attnbook.{name}\n   :members:" in api, name

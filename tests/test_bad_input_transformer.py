@@ -37,6 +37,8 @@ BAD = [
      ValueError, ["x", "NaN"]),
     (lambda: GroupedQueryAttention(8, 2, 1, max_len=2)(torch.zeros(1, 3, 8)), ValueError,
      ["3", "max_len = 2"]),
+    (lambda: GroupedQueryAttention(8, 2, 1)(torch.zeros(1, 3, 8), cache={}), TypeError,
+     ["cache must be a KVCache", "dict"]),
     (lambda: rotate_half(np.zeros((3, 5)), np.arange(3)), ValueError, ["even", "(3, 5)"]),
     (lambda: rotate_half(np.zeros((3, 4)), np.arange(2)), ValueError,
      ["positions", "(3,)", "(2,)"]),

@@ -202,8 +202,8 @@ def search_results(browser, base_url: str, query: str) -> list[str]:
 def test_chinese_search_finds_the_right_chapters(built_book, book_server, browser, query):
     """Search the Chinese edition: the pages whose title holds the query and
     the chapter that introduces the glossary term of that Chinese name are
-    found (needs jieba and the glossary's user dictionary, tools/sphinx_i18n.py)."""
-    from tools.terms import glossary_entries
+    found (needs jieba and the glossary's user dictionary, tools/sphinx/i18n.py)."""
+    from tools.glossary.terms import glossary_entries
     zh = built_book / "zh"
     expected = {p.removesuffix(".html") for p in built_pages(zh)
                 if query in (re.search(r"<title>(.*?)</title>",

@@ -15,6 +15,15 @@ from attnbook import causal_mask, scaled_dot_product_attention
 from attnbook.nn import CausalSelfAttention, KVCache
 
 
+def test_the_chapter_12_layer_is_reachable_from_attnbook_nn():
+    """Chapter 12's classes live in attnbook.layer; the chapters import them
+    from attnbook.nn, which loads them on first use."""
+    import attnbook.layer
+    import attnbook.nn
+    for name in attnbook.layer.__all__:
+        assert getattr(attnbook.nn, name) is getattr(attnbook.layer, name), name
+
+
 def make(d_model=12, n_heads=3, seed=0, **kw):
     torch.manual_seed(seed)
     return CausalSelfAttention(d_model, n_heads, **kw).double().eval()

@@ -16,7 +16,8 @@ from reference import loop_softmax
 
 from attnbook import explorers as ex
 from attnbook import plots
-from tools.explorer_cases import KINDS, make
+from attnbook.explorers import png
+from tools.bench.explorer_cases import KINDS, make
 
 
 def plotted_data(kind, e):
@@ -88,7 +89,7 @@ def test_a_blitted_live_frame_matches_a_full_redraw(kind):
     e.slider.value = (e.index + 2) % len(e.values)
     live = np.asarray(Image.open(io.BytesIO(e._image.value)).convert("RGB"), dtype=float)
     e._static_mode()
-    full = np.asarray(Image.open(io.BytesIO(ex._png_full_redraw(e.figure)))
+    full = np.asarray(Image.open(io.BytesIO(png.png_full_redraw(e.figure)))
                       .convert("RGB"), dtype=float)
     assert live.shape == full.shape
     assert np.abs(live - full).mean() < 1.0, "live frame differs from a full redraw"
@@ -116,7 +117,7 @@ def test_a_live_kernel_gets_the_widget_and_only_the_current_frame(monkeypatch, u
         monkeypatch.setenv(plots.STATIC_ENV, unset)
     e = make("dk")
     calls = []
-    monkeypatch.setattr(ex, "_png_palette", lambda fig: calls.append(fig) or b"")
+    monkeypatch.setattr(png, "png_palette", lambda fig: calls.append(fig) or b"")
     bundle = e._repr_mimebundle_()
     assert not calls, "a live display must not render the book's palette frames"
     assert "application/vnd.jupyter.widget-view+json" in bundle
@@ -174,7 +175,7 @@ def test_the_live_png_writer_stores_the_canvas_pixels_exactly():
     e.widget()
     canvas = e._canvas
     expected = np.asarray(canvas.buffer_rgba())[:, :, :3]
-    decoded = Image.open(io.BytesIO(ex._png_of_canvas(canvas)))
+    decoded = Image.open(io.BytesIO(png.png_of_canvas(canvas)))
     assert decoded.mode == "RGB"
     np.testing.assert_array_equal(np.asarray(decoded), expected)
 
@@ -211,9 +212,9 @@ def test_explorer_inputs_are_checked():
 def test_static_frames_are_palette_pngs_that_look_like_the_full_colour_figure(kind):
     e = make(kind)
     e._static_mode()
-    full = np.asarray(Image.open(io.BytesIO(ex._png_full_redraw(e.figure)))
+    full = np.asarray(Image.open(io.BytesIO(png.png_full_redraw(e.figure)))
                       .convert("RGB")).astype(int)
-    frame = Image.open(io.BytesIO(ex._png_palette(e.figure)))
+    frame = Image.open(io.BytesIO(png.png_palette(e.figure)))
     assert frame.mode == "P", frame.mode
     diff = np.abs(np.asarray(frame.convert("RGB")).astype(int) - full)
     assert diff.shape == full.shape

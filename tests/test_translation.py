@@ -8,7 +8,7 @@ what must not be translated, glossary terms carried over, the glue fix.
 - Each msgstr keeps the roles, maths, inline code and URLs of its msgid.
 - Where an English page links a glossary term, the Chinese page shows the
   term's Chinese name.
-- tools/sphinx_i18n.py: a translated message with a glue role renders the
+- tools/sphinx/i18n.py: a translated message with a glue role renders the
   glued number (and without the extension the same build fails); a figure
   on a Chinese page has its translated alt text.
 """
@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from babel.messages.pofile import read_po
 
+from tools.glossary.terms import glossary_entries
 from tools.project import ROOT, toc_files
-from tools.terms import glossary_entries
 
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
 #: Catalogues that are not generated from the text (theme overrides).
@@ -128,9 +128,9 @@ def fresh_pot(tmp_path_factory) -> Path:
     # build executed instead of executing them again beside it
     from nbrun import build_once
 
-    from tools import update_translations
+    from tools.build import translations
     build_once()
-    return update_translations.extract_messages(tmp_path_factory.mktemp("gettext"))
+    return translations.extract_messages(tmp_path_factory.mktemp("gettext"))
 
 
 def compare_catalogues(pot_dir: Path, locale_dir: Path) -> list[str]:
@@ -229,7 +229,7 @@ def _figure_alts(page: Path) -> list[str]:
 
 def test_figure_alt_text_is_translated(built_book):
     """Each figure on a Chinese chapter page has the catalogue's translation of
-    its English alt text (tools/sphinx_i18n.py, piece 5); the English pages
+    its English alt text (tools/sphinx/i18n.py, piece 5); the English pages
     keep the English."""
     wrong, count = [], 0
     for zh_page in sorted((built_book / "zh" / "chapters").glob("*.html")):
@@ -259,7 +259,7 @@ def _explorers(page: Path) -> list[tuple[str, str, list[str]]]:
 def test_explorer_frames_alt_text_starts_with_the_translated_description(built_book):
     """Every explorer frame's alt text begins with the explorer's description:
     English on the English page, the catalogue's translation on the Chinese
-    one (tools/sphinx_i18n.py, piece 8), in the first frame's image and in
+    one (tools/sphinx/i18n.py, piece 8), in the first frame's image and in
     the list of alt texts the slider swaps in."""
     wrong, frames = [], 0
     for zh_page in sorted((built_book / "zh" / "chapters").glob("*.html")):
@@ -309,7 +309,7 @@ def _glue_book(tmp_path: Path, with_fix: bool) -> subprocess.CompletedProcess:
     sphinx = {"language": "zh_CN", "locale_dirs": ["locales"], "gettext_compact": False}
     config = {"title": "t", "execute": {"execute_notebooks": "force"},
               "sphinx": {"config": sphinx,
-                         "local_extensions": {"sphinx_i18n": str(ROOT / "tools")}
+                         "local_extensions": {"tools.sphinx.i18n": str(ROOT)}
                          if with_fix else {}}}
     (book / "_config.yml").write_text(yaml.safe_dump(config))
     jb = Path(sys.executable).with_name("jupyter-book")
@@ -318,7 +318,7 @@ def _glue_book(tmp_path: Path, with_fix: bool) -> subprocess.CompletedProcess:
 
 
 def test_chinese_doctrees_hold_their_own_page_only(built_book):
-    """Translated nodes are adopted by their page (tools/sphinx_i18n.py, piece
+    """Translated nodes are adopted by their page (tools/sphinx/i18n.py, piece
     7): no Chinese doctree reaches the build environment, so none holds
     another chapter's content and they weigh about what the English ones do
     (before the fix: 55 MB against 8.9 MB, every page carrying every explorer)."""
@@ -358,19 +358,19 @@ def test_glossary_dictionary_keeps_compounds_and_one_character_terms_whole(tmp_p
     glossary they come out whole, and Sphinx keeps 键 and 值 (one character)."""
     import jieba
 
-    from tools import sphinx_i18n
-    terms = sphinx_i18n.glossary_chinese_terms(ROOT / "glossary.md")
+    from tools.sphinx import i18n
+    terms = i18n.glossary_chinese_terms(ROOT / "glossary.md")
     assert {"注意力汇聚", "键值对", "键", "值", "查询"} <= set(terms), terms
     text = "注意力汇聚把每个键值对里的值加权求和"
     plain = jieba.Tokenizer()
     assert not {"注意力汇聚", "键值对"} <= set(plain.cut_for_search(text)), \
         "jieba alone already keeps these terms: the dictionary is not needed any more?"
     ours = jieba.Tokenizer()
-    ours.load_userdict(str(sphinx_i18n.write_user_dictionary(terms, tmp_path / "dict.txt")))
+    ours.load_userdict(str(i18n.write_user_dictionary(terms, tmp_path / "dict.txt")))
     words = set(ours.cut_for_search(text))
     assert {"注意力汇聚", "注意力", "键值对", "值"} <= words, words
-    sphinx_i18n.register_search_language()
-    language = sphinx_i18n.BookSearchChinese({})
+    i18n.register_search_language()
+    language = i18n.BookSearchChinese({})
     language.single_characters = {"键", "值"}
     assert language.word_filter("键") and language.word_filter("值")
     assert not language.word_filter("的")

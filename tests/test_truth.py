@@ -19,7 +19,7 @@ import nbformat
 import pytest
 from nbrun import run
 
-from tools.build_book import is_removed
+from tools.build.book import is_removed
 from tools.project import ROOT, chapter_notebooks, toc_files
 
 CHAPTERS = chapter_notebooks()

@@ -70,7 +70,7 @@ def build(book: Path, *args: str) -> tuple[float, str]:
     """Run the strict build in `book`; (seconds, its output). Exits if it fails."""
     env = {k: v for k, v in os.environ.items() if k != "CI"}   # CI=true forces execution
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "tools.build_book", *args], cwd=book, env=env,
+    proc = subprocess.run([sys.executable, "-m", "tools.build", *args], cwd=book, env=env,
                           capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if proc.returncode:
@@ -95,7 +95,7 @@ def bench_builds(book: Path) -> None:
     clean, output = build(book, "--force")
     row("clean strict build, execution forced", clean, "s", limit=60)
     executed = next((float(line.split()[-2]) for line in output.splitlines()
-                     if line.startswith("[build_book] executed in")), float("nan"))
+                     if line.startswith("[build] executed in")), float("nan"))
     each = execution_seconds(book)
     for name, seconds in sorted(each.items()):
         row(f"execute {name}", seconds, "s", limit=20, note="two at a time on 2 cores")
@@ -108,7 +108,7 @@ def bench_builds(book: Path) -> None:
             note="not built yet: the build makes no _build/html/zh/")
     elif "--english-only" not in build(book, "--help")[1]:
         row("clean build of both editions / English only", None, "x", limit=1.5,
-            note="_build/html/zh/ is built, but build_book has no --english-only to compare")
+            note="_build/html/zh/ is built, but tools.build has no --english-only to compare")
     else:
         english, _ = build(book, "--force", "--english-only")
         row("clean build of both editions / English only", clean / english, "x", limit=1.5,
@@ -153,7 +153,7 @@ def bench_kernel_startup(kernels: int = 5) -> None:
     over `kernels` fresh kernels."""
     from jupyter_client.manager import start_new_kernel
 
-    from tools.build_book import kernel_environment
+    from tools.build.book import kernel_environment
     print(f"\nKernel start-up, median over {kernels} fresh kernels:", flush=True)
     seconds: dict[str, list[float]] = {"start a kernel (until it answers)": []}
     for _ in range(kernels):
@@ -182,8 +182,8 @@ def bench_kernel_startup(kernels: int = 5) -> None:
 
 
 def bench_explorers(moves: int = 50) -> None:
-    from attnbook import explorers as ex
-    from tools.explorer_cases import KINDS, make
+    from attnbook.explorers import png
+    from tools.bench.explorer_cases import KINDS, make
     print(f"\nExplorer slider moves: median and p95 over {moves} moves after 5 warm-up moves, "
           "each a value's first visit (no kept frame); revisit: the value's frame kept; "
           "naive: a new figure drawn in full and encoded, 20 times:", flush=True)
@@ -202,7 +202,7 @@ def bench_explorers(moves: int = 50) -> None:
         def naive(kind=kind, n=n, step=step):
             fresh = make(kind)
             fresh.show(next(step) % n)
-            ex._png_full_redraw(fresh.figure)
+            png.png_full_redraw(fresh.figure)
 
         timeit.repeat(first_visit, number=1, repeat=5)
         live = [t * 1000 for t in timeit.repeat(first_visit, number=1, repeat=moves)]
@@ -328,7 +328,8 @@ def print_table() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.bench",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="no builds, no `make test`")
     parser.add_argument("--skip-test", action="store_true", help="no `make test`")
     args = parser.parse_args()

@@ -1,7 +1,7 @@
 """Link the first use of every glossary term in each chapter to the glossary.
 
-    python -m tools.link_terms          # list the first uses that are not links
-    python -m tools.link_terms --write  # turn each into a {term} role
+    python -m tools.glossary          # list the first uses that are not links
+    python -m tools.glossary --write  # turn each into a {term} role
 
 Read the list before writing: a word such as "value" can be used in its
 everyday sense, which should be reworded rather than linked.
@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import sys
 
+from tools.glossary.terms import chapter_cells, first_uses, glossary_entries
 from tools.project import chapter_notebooks
-from tools.terms import chapter_cells, first_uses, glossary_entries
 
 
 def main(write: bool) -> int:

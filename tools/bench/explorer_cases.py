@@ -1,5 +1,5 @@
 """One explorer of each kind, built the same way for the tests
-(tests/test_explorers.py) and the bench (tools/bench.py): `make(kind)` for
+(tests/test_explorers.py) and the bench (tools/bench/__main__.py): `make(kind)` for
 `kind` in `KINDS`."""
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
 """Bring the Chinese catalogues up to date after an English edit:
-python -m tools.update_translations   (or `make translations`)
+python -m tools.build --translations   (or `make translations`)
 
 1. extracts every translatable message of the book with Sphinx's gettext
    builder (through jupyter-book, with the book's own config, so the
    notebooks' prose and the toc captions are included; every page is read
    afresh, so a changed extension takes effect; autodoc output is
-   left out by tools/sphinx_i18n.py) into _build/gettext/;
+   left out by tools/sphinx/i18n.py) into _build/gettext/;
 2. runs `sphinx-intl update -l zh_CN`, which adds new messages (empty),
    marks changed ones fuzzy (with the old translation as a starting point)
    and retires deleted ones in locales/zh_CN/LC_MESSAGES/*.po.
@@ -20,7 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools import build_book
+from tools.build import book
 from tools.project import ROOT, config
 
 
@@ -30,22 +30,22 @@ def extract_messages(output: Path) -> Path:
     The notebooks' outputs hold translatable text too (figure alt text, the
     explorers' descriptions), so they must be the build's: every notebook the
     execution cache lacks is executed first as the build executes it
-    (`build_book.pre_execute`: explorers render their frames, removed cells
+    (`book.pre_execute`: explorers render their frames, removed cells
     run isolated). Left to itself, the gettext build would execute a missing
     notebook in its own environment, without the explorers' static frames,
     and store that in the cache the HTML build reads."""
-    build_book.invalidate_cache_if_attnbook_changed()
-    failed = build_book.pre_execute(ROOT / config()["execute"]["cache"])
+    book.invalidate_cache_if_attnbook_changed()
+    failed = book.pre_execute(ROOT / config()["execute"]["cache"])
     if failed:
         sys.stderr.write("\n".join(failed) + "\n")
         raise SystemExit("a notebook failed to execute, so its messages cannot be extracted")
-    config_path = build_book.effective_config(offline=True)
-    proc = subprocess.run([sys.executable, "-c", build_book.JUPYTER_BOOK, "build", str(ROOT),
+    config_path = book.effective_config(offline=True)
+    proc = subprocess.run([sys.executable, "-c", book.JUPYTER_BOOK, "build", str(ROOT),
                            "--config", str(config_path),
                            "--builder", "custom", "--custom-builder", "gettext",
                            "--path-output", str(output), "--all"],
                           cwd=ROOT, text=True, capture_output=True,
-                          env={**os.environ, **build_book.KERNEL_ENV})
+                          env={**os.environ, **book.KERNEL_ENV})
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit("the gettext build failed")

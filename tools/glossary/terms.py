@@ -1,6 +1,7 @@
 """Read the glossary and find where chapters use (and link) its terms.
 
-Shared by tests/test_apparatus.py and tools/link_terms.py (`tools.terms`).
+Shared by tests/test_apparatus.py and `python -m tools.glossary`
+(tools/glossary/__main__.py).
 
 A glossary entry is a term line followed by an indented definition in the
 ``{glossary}`` block of glossary.md. Its Chinese terms are written
@@ -19,7 +20,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tools.project import ROOT
+
 GLOSSARY = ROOT / "glossary.md"
 CJK = r"\u4e00-\u9fff"
 ZH = re.compile(rf"\*\*([^*]*[{CJK}][^*]*)\*\*(†?)\s*\*([^*]+)\*")

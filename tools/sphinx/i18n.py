@@ -48,7 +48,7 @@ come from the same executed notebooks. Eight pieces, each a few lines:
    frames are raw HTML made by the kernel: see 8.
 6. The language switch: every page gets a link to the same page in the other
    edition (``book_language_switch`` = (label, relative prefix), set by
-   tools/build_book.py), rendered by _templates/language-switch.html. The
+   tools/build/book.py), rendered by _templates/language-switch.html. The
    link is relative, so it works from file:// and offline.
 7. Small doctrees. Sphinx's ``Locale`` transform parses each translation as
    a little document of its own, whose settings hold the build environment,

@@ -1,0 +1,306 @@
+"""The `Explorer`: one figure, one parameter, a slider over its values.
+
+Displayed in a live kernel (JupyterLab, VS Code, Colab) it is an ipywidgets
+slider whose callback updates the artists of one matplotlib figure in place
+and re-renders it; in the HTML book, a kernel-free slider over frames
+rendered when the book was built. `steady_ticks` keeps tick labels one
+width as the slider moves. The frames are encoded by `attnbook.explorers.png`.
+"""
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colorbar import Colorbar
+from matplotlib.figure import Figure
+from matplotlib.ticker import FormatStrFormatter, MaxNLocator
+
+from .. import plots
+from .._checks import index_into
+from . import png
+
+
+def steady_ticks(target, smallest_top: float, nbins: int = 4) -> None:
+    """Ticks at 1, 2 or 5 x 10^k on `target` (an Axis, or a Colorbar, which
+    keeps its own locator and formatter), all labelled with the decimals that
+    the smallest range over the frames, [0, smallest_top], needs. The labels
+    keep one width as the slider moves, so the layout frozen at the first
+    value fits every frame (with the default formatter, 0.05 became 0.075
+    and ran off the figure)."""
+    locator = MaxNLocator(nbins, steps=[1, 2, 5, 10])
+    # a step is at least smallest_top / nbins >= 10**-decimals, so it is a
+    # multiple of 10**-decimals and every label is exact
+    decimals = max(0, int(np.ceil(-np.log10(smallest_top / nbins))))
+    formatter = FormatStrFormatter(f"%.{decimals}f")
+    if isinstance(target, Colorbar):
+        target.locator, target.formatter = locator, formatter
+    else:
+        target.set_major_locator(locator)
+        target.set_major_formatter(formatter)
+
+
+class Explorer:
+    """One figure, one parameter, a list of values to slide over.
+
+    The ``explore_*`` functions build one; displaying it shows a live slider
+    in a Jupyter kernel and a kernel-free one in the HTML book. The first is
+    in :doc:`/chapters/04_softmax_attention` (chapter 4).
+
+    Parameters
+    ----------
+    name : str
+        What the slider controls, shown beside it, e.g. ``"d_k"``.
+    values : sequence, length n_values
+        The parameter values, at least one.
+    labels : sequence of str, length n_values
+        How each value is shown.
+    figure : matplotlib.figure.Figure
+        The figure the slider redraws.
+    update : callable
+        ``update(index)`` changes the figure's artists in place to show
+        ``values[index]``.
+    index : int, optional
+        The value shown first, in ``[0, n_values - 1]``. Default 0.
+    description : str, optional
+        What the figure shows: the start of every frame's alt text (see
+        `frame_alt`). Default ``"Figure for <name>"``.
+    dynamic : sequence of matplotlib artists, optional
+        The artists `update` changes (whole Axes allowed). The live form
+        draws everything else once and then redraws only these (blitting);
+        empty means a full redraw on every move.
+    describe : callable, optional
+        ``describe(index)`` says in words what the frame for
+        ``values[index]`` shows (its numbers), for its alt text. Default:
+        the figure's changing titles.
+
+    Raises
+    ------
+    ValueError
+        If values and labels are empty or of different lengths, or index is
+        out of range.
+    """
+
+    def __init__(self, name: str, values: Sequence, labels: Sequence[str], figure: Figure,
+                 update: Callable[[int], None], index: int = 0, description: str = "",
+                 dynamic: Sequence = (), describe: Callable[[int], str] | None = None):
+        if len(values) != len(labels) or not len(values):
+            raise ValueError(f"values and labels must be non-empty and of equal length; "
+                             f"got {len(values)} values and {len(labels)} labels")
+        self.name, self.values, self.labels = name, list(values), list(labels)
+        self.figure, self._update = figure, update
+        self.description = description or f"Figure for {name}"
+        self.dynamic = list(dynamic)
+        self._describe = describe
+        self.index = index_into(index, len(self.values))
+        self.slider = None          # the ipywidgets SelectionSlider, once widget() built it
+        self._image = None          # the ipywidgets Image under it
+        self._box = None            # the VBox holding both
+        self._canvas = None         # the Agg canvas the live form blits on
+        self._background = None     # its pixels without the dynamic artists
+        self._live_frames: dict[int, bytes] = {}   # live PNG per index, drawn on first visit
+        self._update(self.index)
+        self._freeze_layout()
+
+    def _freeze_layout(self) -> None:
+        """Lay the figure out once, then keep every panel where it is, so frames
+        do not jump as labels change and every rendering of a frame is identical."""
+        fig = self.figure
+        fig.set_dpi(png.DPI)
+        FigureCanvasAgg(fig).draw()
+        fig.set_layout_engine("none")
+
+    # -- state ---------------------------------------------------------------------------
+    def show(self, index: int) -> None:
+        """Redraw the figure's artists for ``values[index]`` (no new figure).
+
+        Parameters
+        ----------
+        index : int
+            In ``[0, n_values - 1]``.
+        """
+        self.index = index = index_into(index, len(self.values))
+        self._update(index)
+
+    @property
+    def value(self):
+        """The value shown now, ``values[index]``."""
+        return self.values[self.index]
+
+    # -- live form -----------------------------------------------------------------------
+    def widget(self):
+        """The live form: a SelectionSlider above the figure as an Image widget.
+
+        Returns
+        -------
+        ipywidgets.VBox
+            The slider and the image; built on the first call, the same
+            object afterwards.
+        """
+        import ipywidgets as widgets
+        if self._box is None:
+            self.slider = widgets.SelectionSlider(
+                options=list(zip(self.labels, range(len(self.values)), strict=True)),
+                value=self.index, description=self.name, continuous_update=True,
+                layout=widgets.Layout(width="32rem"),
+                style={"description_width": "initial"})
+            self._image = widgets.Image(value=self.render_live(), format="png")
+            self.slider.observe(self._on_slide, names="value")
+            self._box = widgets.VBox([self.slider, self._image])
+        return self._box
+
+    def _on_slide(self, change) -> None:
+        self.show(change["new"])
+        self._image.value = self.render_live()
+
+    def render_live(self) -> bytes:
+        """The current frame as a PNG image, as the live slider shows it.
+
+        Returns
+        -------
+        bytes
+            An RGB PNG of the figure at `DPI`.
+        """
+        frame = self._live_frames.get(self.index)
+        if frame is not None:
+            return frame
+        fig = self.figure
+        if not self.dynamic:
+            frame = png.png_full_redraw(fig)
+        else:
+            if self._background is None:
+                self._canvas = FigureCanvasAgg(fig)
+                for artist in self.dynamic:
+                    artist.set_animated(True)
+                self._canvas.draw()                       # everything that does not move
+                self._background = self._canvas.copy_from_bbox(fig.bbox)
+            self._canvas.restore_region(self._background)
+            renderer = self._canvas.get_renderer()
+            for artist in self.dynamic:
+                artist.draw(renderer)
+            frame = png.png_of_canvas(self._canvas)
+        self._live_frames[self.index] = frame
+        return frame
+
+    def _static_mode(self) -> None:
+        """Undo the live form's blitting set-up so a full draw shows every artist."""
+        if self._background is not None:
+            for artist in self.dynamic:
+                artist.set_animated(False)
+            self._background = None
+
+    # -- static form ---------------------------------------------------------------------
+    def frames(self) -> list[bytes]:
+        """Every value's frame as a PNG image, as the HTML book shows them.
+
+        The figure is left showing the current index.
+
+        Returns
+        -------
+        list of bytes, length n_values
+            One PNG per value, in order.
+        """
+        return [frame for frame, _ in self._frames_with_alt()]
+
+    def frame_alt(self) -> str:
+        """The current frame's alt text: the description, the value, and what
+        the frame shows: `describe`'s words, or else the figure's changing
+        titles (which carry the frame's numbers), without a leading restatement
+        of the value.
+
+        Returns
+        -------
+        str
+            E.g. ``"<description>. d_k = 8: score std 2.81 unscaled, 0.99 scaled"``.
+        """
+        value = f"{self.name} = {self.labels[self.index]}"
+        if self._describe is not None:
+            shown = [self._describe(self.index)]
+        else:
+            fig = self.figure
+            titles = {id(t) for t in (fig._suptitle, *(ax.title for ax in fig.axes))
+                      if t is not None}
+            shown = [a.get_text() for a in self.dynamic
+                     if id(a) in titles and a.get_visible() and a.get_text().strip()]
+            shown = [t.removeprefix(value).lstrip(":, ") if t.startswith(value) else t
+                     for t in shown]
+        shown = [t for t in shown if t]
+        return f"{self.description}. {value}" + (": " + "; ".join(shown) if shown else "")
+
+    def _frames_with_alt(self) -> list[tuple[bytes, str]]:
+        """(palette PNG, alt text) for every value; the figure is left as it was."""
+        self._static_mode()
+        current, out = self.index, []
+        for i in range(len(self.values)):
+            self.show(i)
+            out.append((png.png_palette(self.figure), self.frame_alt()))
+        self.show(current)
+        return out
+
+    def to_html(self) -> str:
+        """A self-contained, kernel-free slider over every pre-rendered frame.
+
+        Returns
+        -------
+        str
+            HTML: a slider, the current value, and an image that shows the
+            frame of that value, each frame with its alt text.
+        """
+        frames = self._frames_with_alt()
+        uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f, _ in frames]
+        alts = [a for _, a in frames]
+        uid = "attnx-" + hashlib.sha1((self.name + uris[0]).encode()).hexdigest()[:10]
+        labels = [f"{self.name} = {lab}" for lab in self.labels]
+        alt = html.escape(alts[self.index], quote=True)
+        lead = html.escape(self.description, quote=True)
+        return f"""<div class="attn-explorer" id="{uid}" data-alt-lead="{lead}">
+<div class="attn-controls"><label for="{uid}-r">{html.escape(self.name)}</label>
+<input type="range" id="{uid}-r" min="0" max="{len(uris) - 1}" step="1" value="{self.index}" \
+aria-valuetext="{html.escape(labels[self.index], quote=True)}">
+<output for="{uid}-r" id="{uid}-o" aria-live="polite">{html.escape(labels[self.index])}</output></div>
+<img id="{uid}-i" src="{uris[self.index]}" alt="{alt}">
+<script type="application/json" id="{uid}-f">{json.dumps(uris)}</script>
+<script type="application/json" id="{uid}-l">{html.escape(json.dumps(labels), quote=False)}</script>
+<script type="application/json" id="{uid}-a">{html.escape(json.dumps(alts), quote=False)}</script>
+<script>(function () {{
+  var id = "{uid}", r = document.getElementById(id + "-r"), o = document.getElementById(id + "-o"),
+      im = document.getElementById(id + "-i"),
+      f = JSON.parse(document.getElementById(id + "-f").textContent),
+      l = JSON.parse(document.getElementById(id + "-l").textContent),
+      a = JSON.parse(document.getElementById(id + "-a").textContent);
+  function show() {{ var k = +r.value; im.src = f[k]; im.alt = a[k]; o.textContent = l[k];
+                     r.setAttribute("aria-valuetext", l[k]); }}
+  r.addEventListener("input", show); r.addEventListener("change", show);
+}})();</script>
+</div>"""
+
+    def _one_frame_html(self) -> str:
+        """The current frame alone, as an inline image with the value beside it."""
+        uri = "data:image/png;base64," + base64.b64encode(self.render_live()).decode()
+        label = html.escape(f"{self.name} = {self.labels[self.index]}")
+        return (f'<div class="attn-explorer-frame"><p>{label}</p>'
+                f'<img src="{uri}" alt="{html.escape(self.frame_alt(), quote=True)}"></div>')
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        """What Jupyter displays: only the form the front end will show.
+
+        In the book's build (``ATTNBOOK_STATIC=1``, see
+        `attnbook.plots.STATIC_ENV`) the kernel-free slider over every frame;
+        elsewhere the live widget, with
+        the current frame as 'text/html' for front ends without ipywidgets.
+        """
+        plain = f"<Explorer over {self.name}: {len(self.values)} values>"
+        if plots.static_build():
+            return {"text/html": self.to_html(), "text/plain": plain}
+        bundle = {}
+        try:
+            bundle.update(self.widget()._repr_mimebundle_())
+        except ImportError:        # ipywidgets missing: the current frame still shows
+            pass
+        bundle["text/html"] = self._one_frame_html()
+        bundle["text/plain"] = plain
+        return bundle

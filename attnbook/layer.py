@@ -1,0 +1,215 @@
+"""Chapter 12's attention layer in torch: causal, multi-head, with a KV cache.
+
+`CausalSelfAttention` is the layer in GPT's layout (one fused ``qkv`` map,
+then ``proj``); `KVCache` holds the keys and values of the tokens seen so
+far, for decoding one token at a time; `causal_heads` is the attention core
+both it and chapter 14's `attnbook.transformer.GroupedQueryAttention` call.
+Each forward returns (output, weights) explicitly; the cache is state the
+caller holds. The three are also reachable as ``attnbook.nn.CausalSelfAttention``,
+``attnbook.nn.KVCache`` and ``attnbook.nn.causal_heads``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from ._checks import flag, positive_int
+from ._checks_torch import (
+    check_cache_append,
+    float_tensor,
+    probability,
+    require_finite_result,
+    require_finite_scores,
+    require_no_underflow,
+    require_same_dtype,
+    widened,
+)
+
+__all__ = ["CausalSelfAttention", "KVCache", "causal_heads"]
+
+
+class KVCache:
+    """The keys and values of the tokens seen so far, for step-by-step decoding.
+
+    Taught in :doc:`/chapters/12_attention_layer` (chapter 12).
+
+    Pass the same KVCache to every call of ``CausalSelfAttention.forward``
+    while generating; each call appends the new tokens' keys and values, so
+    earlier tokens are never projected again. The cache is state the caller
+    holds and can inspect, not hidden state on the module. It takes no
+    arguments; ``len(cache)`` is n_past. Its attributes ``k`` and ``v`` are
+    the cached keys and values, tensors of shape (batch, n_heads, n_past,
+    d_head), or None while the cache is empty.
+    """
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    def __len__(self) -> int:
+        """n_past: how many tokens the cache holds."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the new tokens' keys and values; return all of them.
+
+        Parameters
+        ----------
+        k, v : torch.Tensor, shape (batch, n_heads, n_new, d_head)
+
+        Returns
+        -------
+        k, v : torch.Tensor, shape (batch, n_heads, n_past + n_new, d_head)
+
+        Raises
+        ------
+        TypeError, ValueError
+            If k and v are not floating-point tensors of one shape and dtype
+            that match the cache, or hold NaN or inf.
+        """
+        check_cache_append(self.k, k, v)
+        if self.k is None:
+            self.k, self.v = k, v
+        else:
+            self.k = torch.cat([self.k, k], dim=-2)
+            self.v = torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+
+class CausalSelfAttention(nn.Module):
+    """Causal multi-head self-attention in the GPT layout, returning (output, weights).
+
+    Taught in :doc:`/chapters/12_attention_layer` (chapter 12). Heads:
+    :doc:`/chapters/10_toward_the_transformer` (chapter 10).
+
+    The layers are ``qkv``, one fused ``nn.Linear(d_model, 3 d_model)`` whose
+    output columns are Q, K and V side by side (the order and layout of
+    ``nn.MultiheadAttention``'s in_proj_weight), and ``proj``, the output
+    projection ``nn.Linear(d_model, d_model)``. The causal mask is the boolean
+    buffer ``mask`` (max_len, max_len), True = may attend.
+
+    Parameters
+    ----------
+    d_model : int
+        Width of the tokens.
+    n_heads : int
+        Number of heads h, which must divide d_model; each head has width
+        d_head = d_model / n_heads.
+    dropout : float, default 0.0
+        Probability of zeroing an attention weight in training mode, in [0, 1).
+    max_len : int, default 1024
+        Longest sequence (with the cache: n_past + n_new) the causal mask
+        buffer covers; GPT-2 uses 1024.
+    bias : bool, default True
+        Whether the two linear maps have biases (GPT-2's do).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
+                 max_len: int = 1024, bias: bool = True):
+        super().__init__()
+        d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
+        max_len = positive_int(max_len, "max_len")
+        if d_model % n_heads:
+            raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
+        if probability(dropout) == 1.0:
+            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+        bias = flag(bias, "bias")
+        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.proj = nn.Linear(d_model, d_model, bias=bias)
+        self.dropout = nn.Dropout(dropout)
+        register_causal_mask(self, max_len)
+
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+        """Attend causally over x (and the cached tokens, if a cache is given).
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (batch, n, d_model)
+        cache : KVCache, optional
+            Appended to in place; its tokens come before x's.
+
+        Returns
+        -------
+        output : torch.Tensor, shape (batch, n, d_model)
+        weights : torch.Tensor, shape (batch, n_heads, n, n_k)
+            n_k = n without a cache and n_past + n with one. The weights returned
+            are the ones used, after dropout.
+        """
+        x = float_tensor(x, "x", 3, "(batch, n, d_model)")
+        require_same_dtype(self.qkv.weight, "the module's parameters", x=x)
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, "
+                             f"{self.d_model}); got {tuple(x.shape)}")
+        batch, n, _ = x.shape
+        n_past = cached_length(self.mask, cache, n)
+        h, d_head = self.n_heads, self.d_head
+        qkv = self.qkv(x)                                       # (batch, n, 3 d_model)
+        require_finite_result(qkv, "the projection qkv(x)")
+        q, k, v = qkv.split(self.d_model, dim=-1)               # 3 x (batch, n, d_model)
+        q = q.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
+        k = k.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
+        v = v.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
+        if cache is not None:
+            k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
+        n_k = k.shape[-2]                                       # n_past + n
+        # query i sits at position n_past + i and may see keys 0..n_past + i
+        allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
+        heads, weights = causal_heads(q, k, v, allowed, x.dtype, self.dropout)
+        merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
+        output = self.proj(merged)                              # (batch, n, d_model)
+        require_finite_result(output, "the output projection proj(heads)")
+        return output, weights
+
+
+def causal_heads(q, k, v, allowed, dtype, dropout=None):
+    """softmax(q kᵀ / √d_head) v over the allowed keys, head by head.
+
+    Taught in :doc:`/chapters/12_attention_layer` (chapter 12); chapter 14's
+    grouped-query layer shares it. float16 and bfloat16 are summed in float64.
+
+    Parameters
+    ----------
+    q : torch.Tensor, shape (batch, h, n, d_head)
+    k, v : torch.Tensor, shape (batch, h, n_k, d_head)
+    allowed : torch.Tensor of bool, shape (n, n_k)
+    dtype : torch.dtype
+        The dtype of the results.
+    dropout : torch.nn.Module, optional
+        Applied to the weights before they mix the values.
+
+    Returns
+    -------
+    heads : torch.Tensor, shape (batch, h, n, d_head)
+    weights : torch.Tensor, shape (batch, h, n, n_k)
+    """
+    scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(q.shape[-1])
+    require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
+                          "x, or use float64")
+    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    if weights.dtype != dtype:
+        require_no_underflow(weights, allowed, dtype)
+    if dropout is not None:
+        weights = dropout(weights)
+    return (weights @ widened(v)).to(dtype), weights.to(dtype)
+
+
+def register_causal_mask(module: nn.Module, max_len: int) -> None:
+    """Give `module` the boolean buffer ``mask`` of shape (max_len, max_len), True
+    = may attend (query i sees keys 0 to i); it is not saved in the state dict."""
+    module.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
+                           persistent=False)
+
+
+def cached_length(mask: torch.Tensor, cache: KVCache | None, n: int) -> int:
+    """n_past, the number of tokens in `cache` (0 without one), checked: the cache
+    must be a KVCache or None, and n_past + n tokens must fit the causal `mask`."""
+    if cache is not None and not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache or None, got {type(cache).__name__}")
+    n_past = 0 if cache is None else len(cache)
+    if n_past + n > mask.shape[0]:
+        raise ValueError(f"n_past + n = {n_past} + {n} tokens exceed max_len = "
+                         f"{mask.shape[0]}, the length the causal mask covers")
+    return n_past

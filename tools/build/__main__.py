@@ -1,0 +1,6 @@
+"""python -m tools.build [--all] [--force] [--english-only] [--translations]"""
+import sys
+
+from tools.build.book import main
+
+sys.exit(main())
