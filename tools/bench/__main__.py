@@ -93,7 +93,7 @@ def execution_seconds(book: Path) -> dict[str, float]:
 def bench_builds(book: Path) -> None:
     print("\nBuilding a scratch copy of the book (strict: -W -n --keep-going):", flush=True)
     clean, output = build(book, "--force")
-    row("clean strict build, execution forced", clean, "s", limit=60)
+    row("clean strict build of both editions, execution forced", clean, "s", limit=40)
     executed = next((float(line.split()[-2]) for line in output.splitlines()
                      if line.startswith("[build] executed in")), float("nan"))
     each = execution_seconds(book)
@@ -121,7 +121,7 @@ def bench_builds(book: Path) -> None:
     prose, _ = build(book)
     page = book / "_build" / "html" / Path(PROSE_EDIT).with_suffix(".html")
     seen = SENTENCE in page.read_text(encoding="utf-8")
-    row("rebuild after a one-sentence edit", prose if seen else None, "s", limit=10,
+    row("rebuild after a one-sentence edit", prose if seen else None, "s", limit=5,
         note="" if seen else "the edited sentence is not on the rebuilt page")
 
 
@@ -306,7 +306,7 @@ def bench_make_test() -> None:
     (ROOT / "_build" / "bench-make-test.log").write_text(proc.stdout + proc.stderr)
     summary = next((line.strip("= ") for line in reversed(proc.stdout.splitlines())
                     if " passed" in line or " failed" in line or " error" in line), "?")
-    row("make test (CI=true)", elapsed / 60, "min", limit=10,
+    row("make test (CI=true)", elapsed / 60, "min", limit=6,
         note=f"exit {proc.returncode}: {summary} (output: _build/bench-make-test.log)")
 
 
