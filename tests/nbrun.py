@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -59,6 +60,25 @@ def build_once(run_id: str | None = None) -> tuple[bool, str]:
             done.write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
     returncode, _, output = done.read_text().partition("\n")
     return returncode == "0", output
+
+
+def made_once(name: str, run_id: str, make) -> Path:
+    """_build/.once/<run_id>/<name>/, filled by `make(folder)` once per test run
+    however many pytest-xdist workers ask (a file lock makes the others wait)."""
+    from filelock import FileLock
+    base = ROOT / "_build" / ".once"
+    folder, done = base / run_id / name, base / run_id / f"{name}.done"
+    base.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(base / f"{name}.lock")):
+        if not done.exists():
+            for old in base.glob("*"):
+                if old.is_dir() and old.name != run_id:
+                    shutil.rmtree(old, ignore_errors=True)
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            make(folder)
+            done.touch()
+    return folder
 
 
 @functools.lru_cache(maxsize=None)

@@ -32,7 +32,6 @@ The checks' own ability to fail is tested on pages made to fail
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import time
 import traceback
@@ -40,14 +39,13 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from tools.project import ROOT, serve
+from tools.sphinx.a11y import CJK
+from tools.sphinx.a11y import FAMILY as CJK_FAMILY
 
 DESKTOP, PHONE = 1280, 390
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"]
 RAW_TEX = ["\\(", "\\)", "\\[", "\\]", "$$", "\\begin{"]
-CJK = re.compile(r"[\u2e80-\u2fdf\u3000-\u303f\u3100-\u312f\u31a0-\u31bf\u3400-\u4dbf"
-                 r"\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef\U00020000-\U0003134f]")
-CJK_FAMILY = "Attn Noto Sans SC"
 EDITIONS = ("en", "zh")
 #: The parameter of the tests that assert on a survey, one test per edition.
 BY_EDITION = EDITIONS

@@ -29,7 +29,6 @@ SETUPS = {
     "native": {},
     "aten-default+mkl-compatible": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE"},
     "aten-avx2+mkl-avx2": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
-    "mkl-compatible": {"MKL_CBWR": "COMPATIBLE"},
     "two-threads": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2",
                     "OPENBLAS_NUM_THREADS": "2"},
 }

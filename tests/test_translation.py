@@ -121,16 +121,18 @@ def test_every_message_is_translated_and_keeps_roles_maths_and_code():
 
 # --- the catalogues match the current English text --------------------------
 
-@pytest.fixture(scope="module")
-def fresh_pot(tmp_path_factory) -> Path:
-    """The .pot files of the current English text (Sphinx's gettext builder)."""
+@pytest.fixture(scope="session")
+def fresh_pot(testrun_uid) -> Path:
+    """The .pot files of the current English text (Sphinx's gettext builder),
+    extracted once per test run for every pytest-xdist worker."""
     # after this run's build, so that the extraction reads the notebooks the
     # build executed instead of executing them again beside it
-    from nbrun import build_once
+    from nbrun import build_once, made_once
 
     from tools.build import translations
-    build_once()
-    return translations.extract_messages(tmp_path_factory.mktemp("gettext"))
+    build_once(testrun_uid)
+    folder = made_once("gettext", testrun_uid, translations.extract_messages)
+    return folder / "_build" / "gettext"
 
 
 def compare_catalogues(pot_dir: Path, locale_dir: Path) -> list[str]:

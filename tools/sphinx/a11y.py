@@ -44,9 +44,16 @@ HEAD_END = "</head>"
 
 def font_sources() -> list[Path]:
     """The regular (400) Noto Sans SC files to take glyphs from, the full
-    simplified-Chinese file first, then fontsource's numbered slices."""
-    main = FONT_DIR / "noto-sans-sc-chinese-simplified-400-normal.woff2"
-    slices = sorted(FONT_DIR.glob("noto-sans-sc-[0-9]*-400-normal.woff2"),
+    simplified-Chinese file first, then fontsource's numbered slices.
+
+    They are the WOFF (1.0) files: fontTools reads a glyph of those on demand,
+    but must rebuild a WOFF2 file's whole glyph table (about 8,000 glyphs)
+    before it can subset it. Cutting the simplified-Chinese font down to 900
+    characters took 6.2 s from WOFF2 and 1.3 s from WOFF, for the same
+    54,208-byte subset (measured on this project's 2-core machine); each
+    edition makes two subsets per clean build."""
+    main = FONT_DIR / "noto-sans-sc-chinese-simplified-400-normal.woff"
+    slices = sorted(FONT_DIR.glob("noto-sans-sc-[0-9]*-400-normal.woff"),
                     key=lambda p: int(p.name.split("-")[3]))
     return [main, *slices] if main.is_file() else []
 
@@ -56,7 +63,7 @@ def unicode_range(chars: set[str]) -> str:
 
 
 def subset_font(source: Path, chars: set[str], target: Path) -> None:
-    """Write the glyphs of `chars` from `source` to `target` (WOFF2)."""
+    """Write the glyphs of `chars` from `source` (a WOFF file) to `target` (WOFF2)."""
     from fontTools import subset
     options = subset.Options()
     options.flavor = "woff2"
@@ -125,8 +132,8 @@ def _chinese_font(app, exception) -> None:
     for source, chars in plan_files([g for g in (common, rest) if g]):
         key = hashlib.sha256((source.name + "".join(sorted(chars))).encode()).hexdigest()[:10]
         target = folder / f"noto-sans-sc-{key}.woff2"
-        # subsetting decodes the whole 4 MB font (seconds); keep each subset
-        # made beside the doctrees and reuse it while the characters stay the same
+        # keep each subset made beside the doctrees and reuse it while the
+        # characters stay the same (a rebuild then subsets nothing)
         made = Path(app.doctreedir) / "cjk-subsets" / f"{source.stat().st_size}-{target.name}"
         if not made.is_file():
             made.parent.mkdir(parents=True, exist_ok=True)
