@@ -24,8 +24,13 @@ DPI = 72
 def png_of_canvas(canvas: FigureCanvasAgg) -> bytes:
     """What the canvas last drew, as an RGB PNG, written for speed (live frames).
 
-    No row filter and zlib level 1: about half the time Pillow's adaptive
-    filtering takes, for the same size on these mostly flat plots.
+    No row filter and zlib level 1. Measured on the six explorers' canvases
+    (median of 60, 2-core machine), Pillow at its fastest setting
+    (``compress_level=1``, RGB) took 1.6 to 1.9 times as long (dk, 756 x 446
+    pixels: 7.1 ms against 3.8 ms), for files of about the same size (these
+    between 13 % smaller and 7 % larger); matplotlib writes PNGs through
+    Pillow and redraws the figure first (dk: 126 ms). So the slider keeps
+    this writer.
     """
     width, height = canvas.get_width_height(physical=True)
     rgba = np.asarray(canvas.buffer_rgba())                            # (height, width, 4)
