@@ -63,6 +63,12 @@ def summary_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def is_dark(css_colour: str) -> bool:
+    """An rgb()/rgba() colour with CIELAB lightness below 30."""
+    rgb = [int(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3]]
+    return len(rgb) == 3 and srgb_to_lightness(rgb) < 30
+
+
 def serious(violations: list[dict]) -> list[dict]:
     return [v for v in violations if v["impact"] in ("serious", "critical")]
 
@@ -87,7 +93,8 @@ def test_axe_finds_no_serious_or_critical_violation_on_any_page_light_or_dark(su
     bad = {**failures(result, "axe", lambda found, _: serious(found)),
            **{f"{page} (dark)": found for page, found in failures(
                result, "dark", lambda d, _: serious(d["violations"])
-               or (d["theme"] != "dark" and f"switched to dark, got {d['theme']!r}")).items()},
+               or (d["theme"] != "dark" and f"switched to dark, got {d['theme']!r}")
+               or (not is_dark(d["background"]) and f"dark theme on {d['background']}")).items()},
            **{f"{page} (asks for dark)": found for page, found in failures(
                result, "phone", lambda p, _: p["theme"] != "dark" and
                f"a reader asking for dark mode got the {p['theme']!r} theme").items()}}
@@ -295,7 +302,7 @@ def srgb_to_lightness(rgb) -> float:
     c = np.asarray(rgb[:3], dtype=float)
     linear = np.where(c <= 0.04045, c / 12.92, ((c + 0.055) / 1.055) ** 2.4)
     y = float(linear @ [0.2126, 0.7152, 0.0722])
-    return 116 * (y ** (1 / 3) if y > 216 / 24389 else (24389 / 27 * y + 16) / 116) - 116
+    return 116 * (y ** (1 / 3) if y > 216 / 24389 else (24389 / 27 * y + 16) / 116) - 16
 
 
 def test_heatmap_colour_map_reads_without_colour_vision():
