@@ -131,8 +131,14 @@ def read_load(page) -> dict:
         return imgs.filter(i => !i.naturalWidth).map(i => i.currentSrc || i.src);
     }""")
     text = page.evaluate("() => (document.querySelector('main') || document.body).innerText")
+    fonts = page.evaluate("""() => ({
+        fetched: performance.getEntriesByType('resource').map(e => e.name)
+            .filter(n => /\\/katex\\/fonts\\//.test(n)).map(n => n.split('/').pop()),
+        preloaded: [...document.querySelectorAll('link[rel=preload][as=font]')]
+            .map(l => l.href.split('/').pop())})""")
     return {"math": page.evaluate("() => document.querySelectorAll('.katex').length"),
-            "broken_images": images, "raw_tex": [t for t in RAW_TEX if t in text]}
+            "broken_images": images, "raw_tex": [t for t in RAW_TEX if t in text],
+            "katex_fonts": fonts}
 
 
 def new_report(page: str) -> dict:

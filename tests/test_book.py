@@ -85,6 +85,19 @@ def test_every_page_loads_offline_with_no_errors_and_rendered_math(surveyed, edi
     assert intro["load"]["math"] > 0, "the introduction's equation was not typeset by KaTeX"
 
 
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_every_katex_font_a_page_loads_was_preloaded(surveyed, edition):
+    """A page preloads the KaTeX fonts its formulas use (tools/sphinx/math.py),
+    so formulas show at first paint: every KaTeX font the page fetched is
+    among its preloads."""
+    result = surveyed(edition)
+    bad = failures(result, "load", lambda r, _: sorted(
+        set(r["katex_fonts"]["fetched"]) - set(r["katex_fonts"]["preloaded"])))
+    assert not bad, json.dumps(bad, indent=1)
+    fetched = {f for r in result["pages"].values() for f in r["load"]["katex_fonts"]["fetched"]}
+    assert fetched, "no page fetched a KaTeX font: are the formulas still typeset?"
+
+
 def test_page_checker_catches_raw_tex_broken_images_and_other_hosts(tmp_path, browser):
     """The checker above must be able to fail: feed it a page with each fault."""
     (tmp_path / "bad.html").write_text(

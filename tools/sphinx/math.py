@@ -12,13 +12,14 @@ between the moment the server's socket file appears and the moment it
 listens, and the build died with "Connection refused" (seen once in a test
 run); `start_server_process` here waits until the connection is accepted.
 
-A page with formulas also preloads the two KaTeX fonts every such page uses
-(upright and italic), so its formulas can show at first paint instead of
-waiting for the stylesheet to ask for them; the other fonts load only where a
-page uses them.
+A page with formulas also preloads the KaTeX fonts its formulas use (found
+from the classes of KaTeX's HTML), so they can show at first paint instead
+of waiting for the stylesheet to ask for each font; a page loads no other
+KaTeX font, and a browser test checks that every one it loads was preloaded.
 """
 from __future__ import annotations
 
+import re
 import socket
 import time
 from pathlib import Path
@@ -26,17 +27,44 @@ from subprocess import PIPE, Popen
 
 from sphinx.application import Sphinx
 
-#: The fonts of plain symbols and of letters in maths, on every page with formulas.
-PRELOAD = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
+#: The font of plain symbols and upright text, on every page with formulas.
+MAIN = "KaTeX_Main-Regular.woff2"
+#: KaTeX's other fonts, each with the classes of KaTeX's HTML that set it
+#: (katex.min.css 0.16): a page preloads the fonts its formulas use.
+FONT_CLASSES = {
+    "KaTeX_Math-Italic.woff2": ("mathnormal",),
+    "KaTeX_Main-Italic.woff2": ("mathit", "textit"),
+    "KaTeX_Main-Bold.woff2": ("mathbf", "textbf"),
+    "KaTeX_Math-BoldItalic.woff2": ("boldsymbol",),
+    "KaTeX_AMS-Regular.woff2": ("amsrm", "mathbb", "textbb"),
+    "KaTeX_Caligraphic-Regular.woff2": ("mathcal",),
+    "KaTeX_Fraktur-Regular.woff2": ("mathfrak", "textfrak"),
+    "KaTeX_Typewriter-Regular.woff2": ("mathtt", "texttt"),
+    "KaTeX_Script-Regular.woff2": ("mathscr", "textscr"),
+    "KaTeX_SansSerif-Regular.woff2": ("mathsf", "textsf"),
+    "KaTeX_Size1-Regular.woff2": ("delimsizing size1", "small-op"),
+    "KaTeX_Size2-Regular.woff2": ("delimsizing size2", "large-op"),
+    "KaTeX_Size3-Regular.woff2": ("delimsizing size3",),
+    "KaTeX_Size4-Regular.woff2": ("delimsizing size4",),
+}
+CLASSES = re.compile(r'<span class="([^"]+)"')
+
+
+def fonts_used(body: str) -> list[str]:
+    """The KaTeX font files the formulas of a page's HTML `body` use."""
+    classes = {f" {c} " for c in CLASSES.findall(body)}
+    return [MAIN] + [font for font, marks in FONT_CLASSES.items()
+                     if any(f" {m} " in c for c in classes for m in marks)]
 
 
 def preload_fonts(app: Sphinx, pagename: str, templatename: str, context: dict,
                   doctree) -> None:
-    if 'class="katex"' not in context.get("body", "") or not app.config.katex_prerender:
+    body = context.get("body", "")
+    if 'class="katex"' not in body or not app.config.katex_prerender:
         return
     links = "".join(
         f'<link rel="preload" href="{context["pathto"]("_static/katex/fonts/" + name, 1)}" '
-        'as="font" type="font/woff2" crossorigin>\n' for name in PRELOAD)
+        'as="font" type="font/woff2" crossorigin>\n' for name in fonts_used(body))
     context["metatags"] = context.get("metatags", "") + links
 
 
