@@ -455,7 +455,8 @@ def shared_survey(browser, html_dir: Path, edition: str, run_id: str) -> dict:
     folder = ROOT / "_build" / ".survey" / run_id
     if not folder.is_dir():
         for old in folder.parent.glob("*"):
-            shutil.rmtree(old, ignore_errors=True)
+            if old.name != run_id:                # another worker may have made it
+                shutil.rmtree(old, ignore_errors=True)
         folder.mkdir(parents=True, exist_ok=True)
     from filelock import FileLock, Timeout
     wanted = folder / f"{edition}.json"
