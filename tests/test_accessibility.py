@@ -64,9 +64,11 @@ def summary_table(rows: list[dict]) -> str:
 
 
 def is_dark(css_colour: str) -> bool:
-    """An rgb()/rgba() colour with CIELAB lightness below 30."""
-    rgb = [int(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3]]
-    return len(rgb) == 3 and srgb_to_lightness(rgb) < 30
+    """An opaque rgb()/rgba() colour with CIELAB lightness below 30
+    (transparent black, "rgba(0, 0, 0, 0)", is no dark background)."""
+    parts = [float(v) for v in re.findall(r"[\d.]+", css_colour)]
+    opaque = len(parts) == 3 or (len(parts) == 4 and parts[3] == 1)
+    return opaque and srgb_to_lightness([v / 255 for v in parts[:3]]) < 30
 
 
 def serious(violations: list[dict]) -> list[dict]:
