@@ -43,28 +43,10 @@ def run(nb: nbformat.NotebookNode, where: str, cwd: Path,
     return nb
 
 
-def build_once(run_id: str | None = None) -> tuple[bool, str]:
-    """Build the book strictly (`python -m tools.build --all`) once per test run,
-    even if several pytest-xdist workers ask (a file lock makes the others
-    wait); (it passed, its output)."""
-    from filelock import FileLock
-    run_id = run_id or os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
-    (ROOT / "_build").mkdir(exist_ok=True)
-    done = ROOT / "_build" / f".built-{run_id}"
-    with FileLock(str(ROOT / "_build" / ".build.lock")):
-        if not done.exists():
-            for old in (ROOT / "_build").glob(".built-*"):
-                old.unlink()
-            proc = subprocess.run([sys.executable, "-m", "tools.build", "--all"],
-                                  cwd=ROOT, capture_output=True, text=True)
-            done.write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
-    returncode, _, output = done.read_text().partition("\n")
-    return returncode == "0", output
-
-
 def made_once(name: str, run_id: str, make) -> Path:
     """_build/.once/<run_id>/<name>/, filled by `make(folder)` once per test run
-    however many pytest-xdist workers ask (a file lock makes the others wait)."""
+    however many pytest-xdist workers ask (a file lock makes the others wait);
+    earlier runs' folders are removed."""
     from filelock import FileLock
     base = ROOT / "_build" / ".once"
     folder, done = base / run_id / name, base / run_id / f"{name}.done"
@@ -79,6 +61,20 @@ def made_once(name: str, run_id: str, make) -> Path:
             make(folder)
             done.touch()
     return folder
+
+
+def build_once(run_id: str | None = None) -> tuple[bool, str]:
+    """Build the book strictly (`python -m tools.build --all`) once per test run,
+    even if several pytest-xdist workers ask (`made_once`); (it passed, its output)."""
+    run_id = run_id or os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"pid{os.getpid()}"
+
+    def build(folder: Path) -> None:
+        proc = subprocess.run([sys.executable, "-m", "tools.build", "--all"],
+                              cwd=ROOT, capture_output=True, text=True)
+        (folder / "result").write_text(str(proc.returncode) + "\n" + proc.stdout + proc.stderr)
+    returncode, _, output = (made_once("build", run_id, build) / "result").read_text() \
+        .partition("\n")
+    return returncode == "0", output
 
 
 @functools.lru_cache(maxsize=None)

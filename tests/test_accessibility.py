@@ -15,11 +15,11 @@ import pytest
 from survey import (
     AXE,
     BY_EDITION,
-    CJK,
     CJK_FAMILY,
     DESKTOP,
     PHONE,
     built_pages,
+    cjk_characters,
     failures,
     glyph_sample,
     goto_settled,
@@ -207,9 +207,9 @@ def test_no_code_cell_scrolls_sideways_on_a_laptop(surveyed, edition):
 # --- Chinese glyphs -------------------------------------------------------
 
 def cjk_pages(built_book) -> dict[str, set[str]]:
-    pages = {p: set(CJK.findall((built_book / p).read_text(encoding="utf-8")))
-             for p in built_pages(built_book)}
-    return {p: chars for p, chars in pages.items() if chars}
+    """{page: its Chinese characters} for every page that has any."""
+    return {p: chars for p in built_pages(built_book)
+            if (chars := cjk_characters(built_book, p))}
 
 
 @pytest.mark.parametrize("edition", ["", "zh"])
