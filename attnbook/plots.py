@@ -86,7 +86,16 @@ def _register_ipython_png() -> None:
     if Figure in png.type_printers:
         return
     if static_build():
-        png.for_type(Figure, lambda fig: palette_png(fig, DPI, bbox_inches="tight"))
+        from . import figure_text
+
+        def render(fig):
+            return palette_png(fig, DPI, bbox_inches="tight")
+        png.for_type(Figure, render)
+        # with the build's catalogue, the Chinese edition's rendering too
+        if figure_text.catalogue() is not None:
+            shell.display_formatter.mimebundle_formatter.for_type(
+                Figure, lambda fig, include=None, exclude=None:
+                figure_text.figure_bundle(fig, render))
         return
     from IPython.core.pylabtools import print_figure
     png.for_type(Figure, lambda fig: print_figure(fig, "png", dpi=DPI))

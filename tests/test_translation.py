@@ -14,6 +14,8 @@ what must not be translated, glossary terms carried over, the glue fix.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 import subprocess
@@ -220,8 +222,8 @@ CJK = re.compile(r"[\u4e00-\u9fff]")
 
 def _figure_alts(page: Path) -> list[str]:
     """Alt texts of the figures in a page's article. Explorer frames
-    (``.attn-explorer``) are left out: they are raw HTML written by the kernel,
-    whose alt text is translated in part (see the next test but one)."""
+    (``.attn-explorer``) are left out: the kernel draws them, and writes
+    their alt text, in each language (see the next test but one)."""
     from bs4 import BeautifulSoup
     article = BeautifulSoup(page.read_text(encoding="utf-8"), "html.parser").select_one(
         "article.bd-article")
@@ -258,30 +260,89 @@ def _explorers(page: Path) -> list[tuple[str, str, list[str]]]:
             for div in soup.select("div.attn-explorer")]
 
 
-def test_explorer_frames_alt_text_starts_with_the_translated_description(built_book):
-    """Every explorer frame's alt text begins with the explorer's description:
-    English on the English page, the catalogue's translation on the Chinese
-    one (tools/sphinx/i18n.py, piece 8), in the first frame's image and in
-    the list of alt texts the slider swaps in."""
+def test_explorers_are_drawn_in_chinese_on_chinese_pages(built_book):
+    """Every explorer on a Chinese page is the kernel's Chinese rendering
+    (attnbook/figure_text.py, tools/sphinx/figures.py): its description is
+    figures.po's translation of the English one, every frame's alt text
+    starts with it, and each frame is a different picture from the English
+    frame (its text is translated)."""
+    catalogue = messages(LOCALE / "figures.po")
     wrong, frames = [], 0
     for zh_page in sorted((built_book / "zh" / "chapters").glob("*.html")):
         english = _explorers(built_book / "chapters" / zh_page.name)
         chinese = _explorers(zh_page)
         assert len(english) == len(chinese), zh_page.name
-        catalogue = messages(LOCALE / "chapters" / zh_page.with_suffix(".po").name)
-        for (lead, alt, alts), (lead_zh, alt_zh, alts_zh) in zip(english, chinese,
-                                                                  strict=True):
+        for (lead, _, alts), (lead_zh, alt_zh, alts_zh) in zip(english, chinese, strict=True):
             frames += len(alts_zh)
             want = catalogue[lead].string if lead in catalogue else None
-            ok = (want and CJK.search(want) and lead_zh == want
-                  and alt.startswith(lead + ". ") and alt_zh.startswith(want + "。")
-                  and all(a.startswith(lead + ". ") for a in alts)
-                  and all(a.startswith(want + "。") for a in alts_zh)
-                  and [a[len(lead) + 2:] for a in alts] == [a[len(want) + 1:] for a in alts_zh])
+            ok = (want and CJK.search(want) and lead_zh == want and len(alts) == len(alts_zh)
+                  and alt_zh.startswith(want + "。")
+                  and all(a.startswith(want + "。") for a in alts_zh))
             if not ok:
                 wrong.append(f"{zh_page.name}: {lead[:50]!r} -> {lead_zh[:30]!r}")
     assert frames >= 40, f"only {frames} explorer frames found"
-    assert not wrong, "explorers without their translated alt text:\n" + "\n".join(wrong)
+    assert not wrong, "explorers not drawn in Chinese:\n" + "\n".join(wrong)
+
+
+def _outputs(name: str):
+    """Every display output of the executed chapter `name`."""
+    from nbrun import executed
+    for cell in executed(name).cells:
+        for output in cell.get("outputs", []):
+            if "data" in output:
+                yield output
+
+
+def test_every_figure_and_explorer_has_a_chinese_rendering_with_all_its_text(built_book):
+    """Each figure output ('image/png') and explorer ('text/html' slider)
+    carries the Chinese edition's rendering, drawn with every text it has in
+    figures.po (none missing), and the Chinese pages show those renderings:
+    no Chinese page shows an English figure whose text needs translating."""
+    from attnbook.figure_text import METADATA_KEY, TRANSLATED_HTML, TRANSLATED_PNG
+    problems, figures, with_text, alike = [], 0, 0, set()
+    for notebook in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for output in _outputs(notebook.stem):
+            data, meta = output["data"], output.get("metadata", {}).get(METADATA_KEY)
+            explorer = 'class="attn-explorer"' in data.get("text/html", "")
+            if "image/png" not in data and not explorer:
+                continue
+            figures += 1
+            wanted = TRANSLATED_HTML if explorer else TRANSLATED_PNG
+            if wanted not in data or meta is None:
+                problems.append(f"{notebook.name}: a figure without its Chinese rendering")
+                continue
+            if meta["missing"]:
+                problems.append(f"{notebook.name}: drawn without {meta['missing'][:3]}")
+            if meta["texts"]:
+                with_text += 1
+            if not explorer and data[wanted] == data["image/png"]:
+                if meta["texts"]:
+                    problems.append(f"{notebook.name}: the Chinese figure is the English one "
+                                    f"although it has {meta['texts'][:3]}")
+                alike.add(hashlib.sha256(base64.b64decode(data["image/png"])).hexdigest())
+    assert figures >= 45 and with_text >= 45, (figures, with_text)   # 50 in chapters 1-14
+    assert not problems, "\n".join(problems)
+    for zh_page in sorted((built_book / "zh" / "chapters").glob("*.html")):
+        english = set(re.findall(r'_images/([0-9a-f]{64})', (built_book / "chapters" /
+                                                              zh_page.name).read_text()))
+        chinese = set(re.findall(r'_images/([0-9a-f]{64})', zh_page.read_text()))
+        shared = (english & chinese) - alike
+        assert not shared, f"{zh_page.name} shows English figures {shared}"
+
+
+def test_figure_translations_keep_their_numbers_and_have_chinese_text():
+    """figures.po: each translation has as many number slots ({}) as its
+    message, and a message with words has Chinese in its translation unless
+    it is a name, symbol or example word the book keeps as the code spells it
+    (then the translation is the message itself)."""
+    from attnbook.figure_text import SLOT
+    bad = []
+    for mid, m in messages(LOCALE / "figures.po").items():
+        if m.string.count(SLOT) != mid.count(SLOT):
+            bad.append(f"{mid!r}: {m.string!r} has {m.string.count(SLOT)} {SLOT}")
+        elif not CJK.search(m.string) and m.string != mid:
+            bad.append(f"{mid!r}: {m.string!r} is neither Chinese nor kept as it is")
+    assert not bad, "\n".join(bad)
 
 
 # --- the glue fix -------------------------------------------------------------

@@ -20,7 +20,7 @@ from matplotlib.colorbar import Colorbar
 from matplotlib.figure import Figure
 from matplotlib.ticker import FormatStrFormatter, MaxNLocator
 
-from .. import plots
+from .. import figure_text, plots
 from .._checks import index_into
 from . import png
 
@@ -217,6 +217,11 @@ class Explorer:
         str
             E.g. ``"<description>. d_k = 8: score std 2.81 unscaled, 0.99 scaled"``.
         """
+        value, shown = self._alt_parts()
+        return f"{self.description}. {value}" + (": " + "; ".join(shown) if shown else "")
+
+    def _alt_parts(self) -> tuple[str, list[str]]:
+        """The current frame's value ("d_k = 8") and what it shows, in words."""
         value = f"{self.name} = {self.labels[self.index]}"
         if self._describe is not None:
             shown = [self._describe(self.index)]
@@ -228,18 +233,60 @@ class Explorer:
                      if id(a) in titles and a.get_visible() and a.get_text().strip()]
             shown = [t.removeprefix(value).lstrip(":, ") if t.startswith(value) else t
                      for t in shown]
-        shown = [t for t in shown if t]
-        return f"{self.description}. {value}" + (": " + "; ".join(shown) if shown else "")
+        return value, [t for t in shown if t]
 
-    def _frames_with_alt(self) -> list[tuple[bytes, str]]:
-        """(palette PNG, alt text) for every value; the figure is left as it was."""
+    def _frames_with_alt(self, texts: dict | None = None) -> list[tuple[bytes, str]]:
+        """(palette PNG, alt text) for every value; the figure is left as it
+        was. Every frame's messages (`attnbook.figure_text.texts`, its alt
+        text's too) are added to `texts` if given."""
         self._static_mode()
         current, out = self.index, []
         for i in range(len(self.values)):
             self.show(i)
             out.append((png.png_palette(self.figure), self.frame_alt()))
+            if texts is not None:
+                shown = self._alt_parts()[1]
+                texts.update(dict.fromkeys(figure_text.texts(self.figure)))
+                texts.update(dict.fromkeys(figure_text.template(t)[0] for t in shown
+                                           if figure_text.needs_translation(t)))
         self.show(current)
         return out
+
+    def _translated_frames(self, messages: dict[str, str], families: Sequence[str]):
+        """(palette PNG, alt text) for every value with the figure's text in
+        translation (`attnbook.figure_text`), laid out afresh for it; the
+        figure is left as it was. Also returns the messages the catalogue lacks."""
+        fig = self.figure
+        self._static_mode()
+        positions = [(ax, ax.get_position()) for ax in fig.axes]
+        current, out, missing = self.index, [], {}
+
+        def tr(text: str) -> str:
+            found = figure_text.translate(text, messages)
+            if found is None:
+                missing[figure_text.template(text)[0]] = None
+                return text
+            return found
+
+        description = tr(self.description)
+        for i in range(len(self.values)):
+            self.show(i)
+            value, shown = self._alt_parts()
+            name, label = (tr(s) for s in value.split(" = ", 1))
+            alt = f"{description}。{name} = {label}" + ("：" + "；".join(map(tr, shown))
+                                                       if shown else "")
+            with figure_text.translated(fig, messages, families) as lacking:
+                if i == 0:   # lay the figure out for the translated text, then freeze it
+                    fig.set_layout_engine("constrained")
+                    FigureCanvasAgg(fig).draw()
+                    fig.set_layout_engine("none")
+                out.append((png.png_palette(fig), alt))
+                missing.update(lacking)
+        for ax, position in positions:
+            ax.set_position(position)
+        self.show(current)
+        labels = [f"{tr(self.name)} = {tr(lab)}" for lab in self.labels]
+        return out, tr(self.name), labels, list(missing)
 
     def to_html(self) -> str:
         """A self-contained, kernel-free slider over every pre-rendered frame.
@@ -250,15 +297,18 @@ class Explorer:
             HTML: a slider, the current value, and an image that shows the
             frame of that value, each frame with its alt text.
         """
-        frames = self._frames_with_alt()
+        labels = [f"{self.name} = {lab}" for lab in self.labels]
+        return self._html(self._frames_with_alt(), self.name, labels, self.description)
+
+    def _html(self, frames: list[tuple[bytes, str]], name: str, labels: list[str],
+              description: str) -> str:
         uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f, _ in frames]
         alts = [a for _, a in frames]
-        uid = "attnx-" + hashlib.sha1((self.name + uris[0]).encode()).hexdigest()[:10]
-        labels = [f"{self.name} = {lab}" for lab in self.labels]
+        uid = "attnx-" + hashlib.sha1((name + uris[0]).encode()).hexdigest()[:10]
         alt = html.escape(alts[self.index], quote=True)
-        lead = html.escape(self.description, quote=True)
+        lead = html.escape(description, quote=True)
         return f"""<div class="attn-explorer" id="{uid}" data-alt-lead="{lead}">
-<div class="attn-controls"><label for="{uid}-r">{html.escape(self.name)}</label>
+<div class="attn-controls"><label for="{uid}-r">{html.escape(name)}</label>
 <input type="range" id="{uid}-r" min="0" max="{len(uris) - 1}" step="1" value="{self.index}" \
 aria-valuetext="{html.escape(labels[self.index], quote=True)}">
 <output for="{uid}-r" id="{uid}-o" aria-live="polite">{html.escape(labels[self.index])}</output></div>
@@ -278,6 +328,25 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
 }})();</script>
 </div>"""
 
+    def _static_bundle(self) -> tuple[dict, dict]:
+        """The book's form: the English slider and, with the build's catalogue
+        (`attnbook.figure_text`), the Chinese edition's."""
+        found = figure_text.catalogue()
+        texts = {figure_text.template(s)[0]: None for s in (self.name, self.description,
+                                                            *self.labels)
+                 if figure_text.needs_translation(s)} if found is not None else None
+        labels = [f"{self.name} = {lab}" for lab in self.labels]
+        data = {"text/html": self._html(self._frames_with_alt(texts), self.name, labels,
+                                        self.description)}
+        if found is None:
+            return data, {}
+        frames, name, labels, missing = self._translated_frames(found["messages"],
+                                                                found["families"])
+        data[figure_text.TRANSLATED_HTML] = self._html(
+            frames, name, labels, figure_text.translate(self.description, found["messages"])
+            or self.description)
+        return data, {figure_text.METADATA_KEY: {"texts": list(texts), "missing": missing}}
+
     def _one_frame_html(self) -> str:
         """The current frame alone, as an inline image with the value beside it."""
         uri = "data:image/png;base64," + base64.b64encode(self.render_live()).decode()
@@ -295,7 +364,9 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
         """
         plain = f"<Explorer over {self.name}: {len(self.values)} values>"
         if plots.static_build():
-            return {"text/html": self.to_html(), "text/plain": plain}
+            data, metadata = self._static_bundle()
+            data["text/plain"] = plain
+            return (data, metadata) if metadata else data
         bundle = {}
         try:
             bundle.update(self.widget()._repr_mimebundle_())

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import yaml
 
+from tools.build import figures
 from tools.project import ROOT, book_config, config, toc_notebooks
 
 VENDOR = ROOT / "_vendor"
@@ -90,22 +91,39 @@ def vendor_katex() -> bool:
 
 
 def attnbook_digest() -> str:
-    digest = hashlib.sha256()
+    """attnbook's source and the figures' Chinese text: what every
+    notebook's outputs depend on besides its own code."""
+    digest = hashlib.sha256(figures.catalogue_digest().encode())
     for path in sorted((ROOT / "attnbook").rglob("*.py")):
         digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     return digest.hexdigest()
 
 
+def prepare_figure_text() -> None:
+    """Write the figures' Chinese catalogue (tools/build/figures.py) and name
+    it in KERNEL_ENV, so every kernel draws each figure in both languages."""
+    from attnbook.figure_text import CATALOGUE_ENV
+    path = figures.write_catalogue()
+    if path is None:
+        KERNEL_ENV.pop(CATALOGUE_ENV, None)
+        log("Noto Sans SC is missing (npm ci): the Chinese edition's figures will "
+            "show their English text")
+    else:
+        KERNEL_ENV[CATALOGUE_ENV] = str(path)
+
+
 def invalidate_cache_if_attnbook_changed() -> None:
     """The execution cache keys on a notebook's code only; when attnbook's
-    source changes, outputs computed with the old helpers are stale, so drop them."""
+    source or the figures' translations change, outputs computed with the
+    old ones are stale, so drop them."""
+    prepare_figure_text()
     stamp = ROOT / "_build" / ".attnbook.sha256"
     cache = ROOT / "_build" / ".jupyter_cache"
     digest = attnbook_digest()
     if stamp.exists() and stamp.read_text() == digest:
         return
     if cache.exists():
-        log("attnbook changed since the last build: re-executing every notebook")
+        log("attnbook or figures.po changed since the last build: re-executing every notebook")
         shutil.rmtree(cache)
     stamp.parent.mkdir(exist_ok=True)
     stamp.write_text(digest)

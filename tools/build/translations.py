@@ -5,7 +5,9 @@ python -m tools.build --translations   (or `make translations`)
    builder (through jupyter-book, with the book's own config, so the
    notebooks' prose and the toc captions are included; every page is read
    afresh, so a changed extension takes effect; autodoc output is
-   left out by tools/sphinx/i18n.py) into _build/gettext/;
+   left out by tools/sphinx/i18n.py) into _build/gettext/, and the text
+   of every figure and explorer that the executed notebooks recorded into
+   _build/gettext/figures.pot (tools/build/figures.py);
 2. runs `sphinx-intl update -l zh_CN`, which adds new messages (empty),
    marks changed ones fuzzy (with the old translation as a starting point)
    and retires deleted ones in locales/zh_CN/LC_MESSAGES/*.po.
@@ -20,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tools.build import book
+from tools.build import book, figures
 from tools.project import ROOT, config
 
 
@@ -49,7 +51,9 @@ def extract_messages(output: Path) -> Path:
     if proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + proc.stderr[-4000:])
         raise SystemExit("the gettext build failed")
-    return output / "_build" / "gettext"
+    pot = output / "_build" / "gettext"
+    figures.extract(ROOT / config()["execute"]["cache"], pot)
+    return pot
 
 
 def main() -> int:

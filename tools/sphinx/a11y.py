@@ -62,11 +62,12 @@ def unicode_range(chars: set[str]) -> str:
     return ",".join(f"U+{ord(c):X}" for c in sorted(chars))
 
 
-def subset_font(source: Path, chars: set[str], target: Path) -> None:
-    """Write the glyphs of `chars` from `source` (a WOFF file) to `target` (WOFF2)."""
+def subset_font(source: Path, chars: set[str], target: Path, flavor: str | None = "woff2") -> None:
+    """Write the glyphs of `chars` from `source` (a WOFF file) to `target`
+    (WOFF2, or with `flavor` None an OpenType file, for matplotlib)."""
     from fontTools import subset
     options = subset.Options()
-    options.flavor = "woff2"
+    options.flavor = flavor
     options.layout_features = ["*"]          # keep vertical forms, locl etc.
     options.name_IDs = ["*"]                 # keep the OFL licence notice
     options.notdef_outline = True

@@ -2,7 +2,7 @@
 
 Only prose and the figures' alt text are translated
 (locales/zh_CN/LC_MESSAGES/*.po); code, outputs, glued numbers and figures
-come from the same executed notebooks. Eight pieces, each a few lines:
+come from the same executed notebooks. Seven pieces, each a few lines:
 
 1. Glue roles in translated messages. myst-nb parses a notebook with a
    notebook renderer that holds the notebook's glue data, stores it on the
@@ -60,19 +60,12 @@ come from the same executed notebooks. Eight pieces, each a few lines:
    explorer frames among it): 55 MB of doctrees against 8.9 MB in English,
    and 4 s of unpickling on a one-page rebuild. After reading, every node is
    pointed back at its page and the replaced nodes leave ``document.ids``.
-8. Explorer alt text. An explorer is raw HTML written by the kernel; every
-   frame's alt text starts with the explorer's description, which the outer
-   ``div`` also carries as ``data-alt-lead``. When a page is read, the
-   descriptions are kept on its doctree; the gettext builder adds them to
-   the page's catalogue, and a translated build replaces each one, in the
-   attribute, the image's alt text and the script's list of alt texts, by
-   its translation. The rest of a frame's alt text (the value, and the
-   figure's own numbers and titles) stays as the figure shows it.
+
+The figures' and explorers' own text (their titles, labels, sliders and
+alt text) is drawn in Chinese by the kernel: tools/sphinx/figures.py.
 """
 from __future__ import annotations
 
-import html
-import json
 import re
 from pathlib import Path
 
@@ -271,62 +264,6 @@ def adopt_translated_nodes(app, doctree: nodes.document) -> None:
             del doctree.ids[name]
 
 
-# --- 8. explorer alt text ------------------------------------------------------
-
-ALT_LEAD = re.compile(r'<div class="attn-explorer" id="[^"]*" data-alt-lead="([^"]*)"')
-LEADS = "attn_explorer_alt_leads"
-
-
-def _in_explorer_html(text: str) -> tuple[str, str]:
-    """How `text` is written in an explorer's HTML: in an attribute, and
-    inside a string of the JSON list of alt texts (explorers.Explorer.to_html)."""
-    return html.escape(text, quote=True), html.escape(json.dumps(text)[1:-1], quote=False)
-
-
-class TranslateExplorerAltText(SphinxTransform):
-    """Keep every explorer's description on the doctree (for the gettext
-    builder); in a translated build, put its translation in the HTML."""
-
-    default_priority = 25       # after Sphinx's Locale (20)
-
-    def apply(self, **kwargs) -> None:
-        raws = [(raw, html.unescape(lead)) for raw in self.document.findall(nodes.raw)
-                for lead in ALT_LEAD.findall(raw.astext())]
-        if not raws:
-            return
-        self.document[LEADS] = [(lead, raw.line) for raw, lead in raws]
-        catalog = page_catalogue(self)
-        if catalog is None:
-            return
-        for raw, lead in raws:
-            translated = catalog.gettext(lead)
-            if translated == lead:
-                continue                    # not translated yet (the tests say so)
-            (attr, js), (attr_t, js_t) = _in_explorer_html(lead), _in_explorer_html(translated)
-            # the lead ends a sentence: ". " in English, "。" in Chinese; it stands
-            # once in the attribute, once in the image's alt, once per frame in the list
-            swaps = [(f'data-alt-lead="{attr}"', f'data-alt-lead="{attr_t}"'),
-                     (f'alt="{attr}. ', f'alt="{attr_t}。'), (f'"{js}. ', f'"{js_t}。')]
-            text = raw.astext()
-            if [text.count(old) > 0 for old, _ in swaps] != [True] * 3:
-                LOG.warning("explorer alt text %r: its HTML is not as expected", lead,
-                            location=raw)
-            for old, new in swaps:
-                text = text.replace(old, new)
-            raw.replace(raw[0], nodes.Text(text))
-
-
-def _extract_explorer_alt_text(app, doctree: nodes.document, docname: str) -> None:
-    """The gettext builder: add the page's explorer descriptions to its catalogue."""
-    if app.builder.name != "gettext":
-        return
-    from sphinx.builders.gettext import MsgOrigin
-    from sphinx.util.i18n import docname_to_domain
-    catalog = app.builder.catalogs[docname_to_domain(docname, app.config.gettext_compact)]
-    for lead, line in doctree.get(LEADS, []):
-        catalog.add(lead, MsgOrigin(doctree["source"], line))
-
-
 # --- theme strings -------------------------------------------------------------
 
 def _theme_catalogue_overrides(app, config) -> None:
@@ -368,8 +305,6 @@ def setup(app):
     app.connect("config-inited", _extract_figures)
     app.add_transform(TranslateTocCaptions)
     app.add_transform(KeepAutodocUntranslated)
-    app.add_transform(TranslateExplorerAltText)
-    app.connect("doctree-resolved", _extract_explorer_alt_text)
     app.add_config_value("book_language_switch", None, "html")
     app.connect("html-page-context", add_language_switch)
     app.connect("doctree-read", adopt_translated_nodes)

@@ -1,0 +1,130 @@
+"""attnbook.figure_text: figure text as messages, and figures drawn in Chinese.
+
+The translation is checked on real figures: every kind of text a chapter
+draws (title, axis label, legend, annotation, string tick labels, a
+colour bar's label, mathematics) comes out translated while the block runs
+and exactly as before afterwards, and the drawing uses the translation's
+font (no missing-glyph warning).
+"""
+from __future__ import annotations
+
+import io
+import warnings
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attnbook import figure_text, plots
+from attnbook.figure_text import template, translate
+
+MESSAGES = {
+    "weights": "权重",
+    "query {}": "查询 {}",
+    "d_k = {}: score std {} unscaled": "d_k = {}：未缩放时分数标准差 {}",
+    "unscaled": "未缩放",
+    "scaled": "缩放后",
+    "entropy of $\\alpha$ at {} keys": "{} 个键时 $\\alpha$ 的熵",
+    "legend": "图例",
+    "note": "注",
+}
+
+
+@pytest.mark.parametrize("text, message, numbers", [
+    ("d_k = 64: entropy 2.71", "d_k = {}: entropy {}", ["64", "2.71"]),
+    ("layer 2, head −1", "layer {}, head {}", ["2", "−1"]),
+    ("word2vec and x1", "word2vec and x1", []),           # digits inside a word stay
+    ("1,024 keys, lr 1e-3", "{} keys, lr {}", ["1,024", "1e-3"]),
+    ("$10^{-3}$ at 5", "$10^{-3}$ at {}", ["5"]),         # mathematics is kept whole
+])
+def test_template_takes_out_numbers_outside_maths(text, message, numbers):
+    assert template(text) == (message, numbers)
+
+
+def test_translate_puts_the_numbers_back_in_order():
+    assert translate("d_k = 64: score std 8.02 unscaled", MESSAGES) == \
+        "d_k = 64：未缩放时分数标准差 8.02"
+    assert translate("0.25", MESSAGES) == "0.25"            # no words: nothing to translate
+    assert translate("$\\alpha$", MESSAGES) == "$\\alpha$"
+    assert translate("keys", MESSAGES) is None              # missing from the catalogue
+
+
+def test_translate_refuses_a_translation_that_loses_a_number():
+    with pytest.raises(ValueError, match=r"'query \{\}'.*1 \{\}.*'查询'"):
+        translate("query 3", {"query {}": "查询"})
+
+
+def _figure():
+    fig, axes = plots.new_figure(6, 3, ncols=2)
+    ax, ax2 = axes
+    ax.bar(["unscaled", "scaled"], [1.0, 2.0], label="weights")   # category tick labels
+    ax.set_title("d_k = 64: score std 8.02 unscaled")
+    ax.set_ylabel("entropy of $\\alpha$ at 16 keys")
+    ax.legend(title="legend")
+    ax.annotate("note", (0, 1))
+    image = ax2.imshow(np.eye(3))
+    ax2.set_xticks(range(3), [f"query {i}" for i in range(3)])       # fixed tick labels
+    fig.colorbar(image, ax=ax2, label="weights")
+    return fig
+
+
+def _tick_labels(fig) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.get_xticklabels()]
+
+
+def _shown(fig) -> set[str]:
+    plots.palette_png(fig, 72)
+    return {t.get_text() for t in fig.findobj(figure_text.Text)} | set(_tick_labels(fig))
+
+
+def test_every_kind_of_text_is_translated_and_put_back(families):
+    fig = _figure()
+    plots.palette_png(fig, 72)                   # the first drawing settles the layout
+    before = plots.palette_png(fig, 72)
+    english = _shown(fig)
+    assert set(figure_text.texts(fig)) == {
+        "unscaled", "scaled", "weights", "d_k = {}: score std {} unscaled",
+        "entropy of $\\alpha$ at {} keys", "legend", "note", "query {}"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # a missing glyph warns: fail on it
+        with figure_text.translated(fig, MESSAGES, families) as missing:
+            chinese = _shown(fig)
+            png = plots.palette_png(fig, 72)
+    assert not missing
+    assert {"未缩放", "缩放后", "权重", "d_k = 64：未缩放时分数标准差 8.02",
+            "16 个键时 $\\alpha$ 的熵", "图例", "注", "查询 0", "查询 2"} <= chinese
+    assert not {"unscaled", "weights", "legend", "note", "query 0"} & chinese
+    assert english & {"unscaled", "weights", "legend", "note", "query 0"}
+    # constrained layout lays out from the previous drawing's tick labels,
+    # so it takes one drawing to settle, as after the figure was made
+    plots.palette_png(fig, 72)
+    assert plots.palette_png(fig, 72) == before, "the figure must be as it was after the block"
+    assert Image.open(io.BytesIO(png)).size[0] > 0
+
+
+def test_missing_messages_are_reported_and_left_in_english():
+    fig = _figure()
+    with figure_text.translated(fig, {"weights": "权重"}) as missing:
+        plots.palette_png(fig, 72)
+    assert "scaled" in missing and "query {}" in missing and "weights" not in missing
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory):
+    """A font with the test's Chinese characters, cut from the book's Noto
+    Sans SC as the build cuts it (tools/build/figures.py)."""
+    from matplotlib import font_manager
+
+    from tools.build import figures
+    from tools.sphinx.a11y import font_sources
+    if not font_sources():
+        pytest.skip("Noto Sans SC (npm ci) is not installed")
+    figures.OUT, saved = tmp_path_factory.mktemp("fonts"), figures.OUT
+    try:
+        chars = {c for t in MESSAGES.values() for c in t if c.isprintable()}
+        fonts = figures._fonts(chars - figures._dejavu_sans())
+    finally:
+        figures.OUT = saved
+    for font in fonts:
+        font_manager.fontManager.addfont(str(font))
+    return [font_manager.FontProperties(fname=str(f)).get_name() for f in fonts]
