@@ -27,11 +27,17 @@ from tools.glossary.terms import glossary_entries
 from tools.project import ROOT, toc_files
 
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
-#: Catalogues that are not generated from the text (theme overrides).
-NOT_GENERATED = {"booktheme.po"}
+#: Catalogues that are not generated from the text (theme overrides,
+#: tools/sphinx/i18n_ui.py).
+NOT_GENERATED = {"booktheme.po", "theme.po"}
 ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.S)
 URL = re.compile(r"https?://[^\s)>\]]+")
+#: Prose inside a formula: ``\text{ layers}`` (a space or a CJK character in
+#: it), which a translation translates; ``\text{model}`` is notation and stays.
+MATH_PROSE = re.compile(r"\\text\{([^{}]*(?:\s|[\u4e00-\u9fff])[^{}]*)\}")
+ENGLISH_WORD = re.compile(r"[A-Za-z]{2,}")
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def catalogue_files() -> list[Path]:
@@ -65,8 +71,16 @@ def protected(text: str) -> dict[str, list[str]]:
     rest = ROLE.sub(" ", text)
     code = re.findall(r"`[^`]+`", rest)
     rest = re.sub(r"`[^`]+`", " ", rest)
+    maths = [MATH_PROSE.sub(r"\\text{…}", m) for m in MATH.findall(rest)]
     return {"roles": sorted(map(_role_key, roles)), "code": sorted(code),
-            "maths": sorted(MATH.findall(rest)), "urls": sorted(URL.findall(text))}
+            "maths": sorted(maths), "urls": sorted(URL.findall(text))}
+
+
+def english_in_formulas(text: str) -> list[str]:
+    """The prose of ``\\text{...}`` in the formulas of `text` that is still English."""
+    rest = re.sub(r"`[^`]+`", " ", ROLE.sub(" ", text))
+    return [prose for formula in MATH.findall(rest) for prose in MATH_PROSE.findall(formula)
+            if ENGLISH_WORD.search(prose) and not CJK.search(prose)]
 
 
 def translation_problems(path: Path) -> list[str]:
@@ -86,6 +100,8 @@ def translation_problems(path: Path) -> list[str]:
             en, zh = protected(mid), protected(mstr)
             problems += [f"{kind} differ in {where}: {en[kind]} -> {zh[kind]}"
                          for kind in en if en[kind] != zh[kind]]
+            problems += [f"maths words untranslated in {where}: {w!r}"
+                         for w in english_in_formulas(mstr)]
     return problems
 
 
@@ -97,6 +113,7 @@ def test_translation_checker_catches_each_fault(tmp_path):
         "roles": 'msgid "A {term}`key`."\nmsgstr "一个键。"\n',
         "maths": 'msgid "Width $d_k$."\nmsgstr "宽度 d_k。"\n',
         "code": 'msgid "Call `softmax`."\nmsgstr "调用 softmax。"\n',
+        "maths words": 'msgid "$2 \\\\text{ layers}$."\nmsgstr "$2 \\\\text{ layers}$。"\n',
     }
     for fault, entry in cases.items():
         po = tmp_path / f"{fault}.po"
@@ -105,7 +122,9 @@ def test_translation_checker_catches_each_fault(tmp_path):
         assert found and found[0].startswith(fault), (fault, found)
     good = tmp_path / "good.po"
     good.write_text(header + 'msgid "A {term}`key` of width $d_k$ from `softmax`."\n'
-                    'msgstr "宽度为 $d_k$ 的{term}`键 <key>`，来自 `softmax`。"\n',
+                    'msgstr "宽度为 $d_k$ 的{term}`键 <key>`，来自 `softmax`。"\n\n'
+                    'msgid "$12 \\\\text{ layers}$ of $d_{\\\\text{model}}$."\n'
+                    'msgstr "$12 \\\\text{ 层}$，宽 $d_{\\\\text{model}}$。"\n',
                     encoding="utf-8")
     assert translation_problems(good) == []
 
@@ -214,8 +233,6 @@ def test_linked_glossary_terms_appear_in_chinese(built_book):
 
 
 # --- figure alt text ------------------------------------------------------------
-
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _figure_alts(page: Path) -> list[str]:
