@@ -393,3 +393,135 @@ def test_glossary_dictionary_keeps_compounds_and_one_character_terms_whole(tmp_p
     language.single_characters = {"键", "值"}
     assert language.word_filter("键") and language.word_filter("值")
     assert not language.word_filter("的")
+
+
+# --- the interface around the prose (tools/sphinx/i18n_ui.py) ------------------
+
+#: English the Chinese pages show on purpose: the link to the English edition,
+#: the keyboard shortcut and the download buttons' file types.
+ENGLISH_ON_PURPOSE = {"English", "Ctrl", ".ipynb", ".md", ".pdf"}
+UI_ATTRIBUTES = ("title", "aria-label", "data-bs-title", "placeholder")
+
+
+def chinese_pages(built_book: Path) -> dict[str, object]:
+    """{page: its parsed HTML} for every page of the Chinese edition."""
+    from bs4 import BeautifulSoup
+    from survey import built_pages
+    zh = built_book / "zh"
+    return {p: BeautifulSoup((zh / p).read_text(encoding="utf-8"), "html.parser")
+            for p in built_pages(zh) if p != "index.html"}
+
+
+def english_interface_text(soup) -> list[str]:
+    """Text and labels outside the page's own article that are English only,
+    and the titles of the article's heading links. The tables of contents
+    (entries in a ``nav``) repeat the pages' own headings and are left out."""
+    from bs4 import Comment
+    found = []
+    for tag in soup.find_all(True):
+        inside = tag.find_parent("article") is not None
+        for name in UI_ATTRIBUTES:
+            value = tag.get(name)
+            if (value and (not inside or "headerlink" in tag.get("class", []))
+                    and ENGLISH_WORD.search(value) and not CJK.search(value)):
+                found.append(f"{tag.name}[{name}]={value!r}")
+    for text in soup.body.find_all(string=True):
+        if (isinstance(text, Comment) or text.find_parent(["script", "style", "article"])
+                or text.strip() in ENGLISH_ON_PURPOSE or text.find_parent(class_="katex")
+                or (text.find_parent("li") and text.find_parent("nav"))):
+            continue
+        if ENGLISH_WORD.search(text) and not CJK.search(text):
+            found.append(f"{text.parent.name}: {text.strip()[:60]!r}")
+    return found
+
+
+def test_chinese_interface_is_chinese(built_book):
+    """No English label, tooltip or text around the Chinese pages' prose; the
+    book's Chinese title in every <title> and its authors in the footer; the
+    folding hints in Chinese (tools/build/book.py's ZH_SETTINGS)."""
+    from tools.build.book import ZH_AUTHOR, ZH_TITLE
+    bad = {}
+    for page, soup in chinese_pages(built_book).items():
+        found = english_interface_text(soup)
+        if not soup.title.get_text().endswith(ZH_TITLE):
+            found.append(f"<title>{soup.title.get_text()}")
+        author = soup.select_one(".component-author")
+        if author is None or author.get_text(" ", strip=True) != f"作者：{ZH_AUTHOR}":
+            found.append(f"author line {author and author.get_text(strip=True)!r}")
+        hints = re.findall(r"toggleHint\w+ = '([^']*)'", str(soup))
+        if len(hints) != 2 or not all(CJK.search(h) for h in hints):
+            found.append(f"folding hints {hints}")
+        if found:
+            bad[page] = found
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+
+
+def test_interface_checker_sees_english_labels():
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup('<body><nav aria-label="Main"><ul><li>softmax</li></ul></nav>'
+                         '<article><h2>标题<a class="headerlink" title="Link to this heading">'
+                         '#</a></h2><p>softmax only</p></article><p>© Copyright 2026.</p>'
+                         '<a>English</a></body>', "html.parser")
+    assert len(english_interface_text(soup)) == 3, english_interface_text(soup)
+
+
+def test_solution_titles_read_exercise_then_solution(built_book):
+    """Every folded solution of the Chinese edition is titled "练习 n 的解答"
+    (the link to the exercise first), as many as the English edition has."""
+    count, wrong = 0, []
+    for page, soup in chinese_pages(built_book).items():
+        english = (built_book / page).read_text(encoding="utf-8").count(
+            'class="solution dropdown admonition"')
+        titles = [t.get_text().strip() for t in soup.select(".solution > .admonition-title")]
+        count += len(titles)
+        if len(titles) != english:
+            wrong.append(f"{page}: {len(titles)} solutions, {english} in English")
+        wrong += [f"{page}: {t!r}" for t in titles if not re.fullmatch(r"练习 \d+ 的解答", t)]
+    assert count >= 40, f"only {count} solutions"
+    assert not wrong, "\n".join(wrong)
+
+
+def test_citations_and_bibliography_notes_are_chinese(built_book):
+    """Textual citations join names with 和 and shorten with 等, not "and" or
+    "et al."; every bibliography note references.po translates shows
+    translated, in the bibliography and in the citations' tooltips, and its
+    English is on no Chinese page."""
+    import html as html_lib
+    pages = {p: (built_book / "zh" / p).read_text(encoding="utf-8")
+             for p in chinese_pages(built_book)}
+    cited = [(p, html_lib.unescape(text)) for p, page in pages.items()
+             for text in re.findall(r'href="(?:\.\./)*references\.html#[^"]*"[^>]*>([^<]+)</a>',
+                                    page)]
+    assert len(cited) > 20, f"only {len(cited)} citations found"
+    english = [f"{p}: {t}" for p, t in cited if re.search(r"\band\b|et al", t)]
+    assert not english, english
+    assert any(" 和 " in t for _, t in cited) and any(" 等" in t for _, t in cited)
+    notes = {m.id: m.string for m in read_catalogue(LOCALE / "references.po")
+             if m.id and m.string and m.string != m.id and not CJK.search(m.id)
+             and len(m.id.split()) <= 20 and "{" not in m.id}
+    text = {p: html_lib.unescape(page) for p, page in pages.items()}
+    for note, translated in notes.items():
+        assert translated in text["references.html"], f"not in the bibliography: {translated}"
+        assert not [p for p, t in text.items() if note in t], f"English note shown: {note}"
+
+
+#: _templates/ overrides of sphinx-book-theme's templates that only wrap its
+#: hard-coded English in _() (tools/sphinx/i18n_ui.py, piece 1): ours -> theirs
+WRAPPED_TEMPLATES = {"toggle-primary-sidebar.html": "components/toggle-primary-sidebar.html",
+                     "toggle-secondary-sidebar.html": "components/toggle-secondary-sidebar.html",
+                     "sbt-sidebar-nav.html": "components/sbt-sidebar-nav.html",
+                     "layout.html": "layout.html"}
+
+
+def test_template_overrides_are_the_installed_themes_with_translatable_strings():
+    import sphinx_book_theme
+    theme = Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme"
+    for ours, theirs in WRAPPED_TEMPLATES.items():
+        text = re.sub(r"^\{#-.*?-#\}\n", "", (ROOT / "_templates" / ours).read_text(), flags=re.S)
+        assert "{{ _(" in text, ours
+        unwrapped = re.sub(r"\{\{ _\('([^']*)'\) \}\}", r"\1", text)
+        assert unwrapped == (theme / theirs).read_text(), \
+            f"the theme's {theirs} changed: update _templates/{ours}"
+    author = (theme / "components" / "author.html").read_text()
+    assert "{{ translate('By') }} {{ author }}" in author, \
+        "the theme's author line changed: update _templates/author.html"
