@@ -244,7 +244,8 @@ def ring_problem(ring: dict) -> bool:
 def read_keyboard(page) -> dict:
     """Every explorer slider: reached with Tab, a focus ring, an arrow key moves
     the frame, its value label and its alt text. Every folded solution: folded,
-    a focus ring on its toggle, Enter opens it (all are left open)."""
+    a focus ring on its toggle, Enter opens it (all are left open); the
+    toggles' labels."""
     sliders, solutions = [], []           # what is wrong with each, by kind
     ranges = page.locator(".attn-explorer input[type=range]")
     for k in range(ranges.count()):
@@ -280,7 +281,8 @@ def read_keyboard(page) -> dict:
         page.keyboard.press("Enter")
         if not body.is_visible() or button.get_attribute("aria-expanded") != "true":
             solutions.append(f"Enter did not open solution {k}")
-    return {"sliders": ranges.count(), "solutions": buttons.count(),
+    labels = sorted(set(buttons.evaluate_all("bs => bs.map(b => b.getAttribute('aria-label'))")))
+    return {"sliders": ranges.count(), "solutions": buttons.count(), "labels": labels,
             "slider_problems": sliders, "solution_problems": solutions}
 
 

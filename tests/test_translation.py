@@ -525,3 +525,12 @@ def test_template_overrides_are_the_installed_themes_with_translatable_strings()
     author = (theme / "components" / "author.html").read_text()
     assert "{{ translate('By') }} {{ author }}" in author, \
         "the theme's author line changed: update _templates/author.html"
+
+
+def test_folding_buttons_are_labelled_in_chinese(surveyed):
+    """sphinx-togglebutton's script labels its buttons "Toggle hidden content";
+    the Chinese edition relabels them (tools/sphinx/i18n_ui.py, piece 6)."""
+    result = surveyed("zh")
+    labels = {label for r in result["pages"].values()
+              for label in r.get("keyboard", {}).get("labels", [])}
+    assert labels and all(CJK.search(label) for label in labels), labels
