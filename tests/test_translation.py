@@ -534,3 +534,34 @@ def test_folding_buttons_are_labelled_in_chinese(surveyed):
     labels = {label for r in result["pages"].values()
               for label in r.get("keyboard", {}).get("labels", [])}
     assert labels and all(CJK.search(label) for label in labels), labels
+
+
+# --- one word for one thing -------------------------------------------------
+
+#: Words the Chinese edition does not use, and what it writes instead.
+DISCOURAGED = {"屏蔽": "掩蔽 (the glossary's word for masking)",
+               "测试集": "留出集 (a held-out set; 测试 is the test suite's word)",
+               "错误示例集": "bug 集锦 (chapter 9's gallery of bugs)"}
+
+
+def chinese_messages() -> list[tuple[str, str, str]]:
+    """(catalogue, msgid, msgstr) of every translated message."""
+    return [(path.name, str(m.id), m.string) for path in catalogue_files()
+            for m in read_catalogue(path) if m.id and isinstance(m.string, str) and m.string]
+
+
+def test_chinese_edition_uses_one_word_for_each_thing():
+    """No discouraged word, and every {term} whose label is Chinese names its
+    entry by one of the glossary's Chinese terms for it (a projection is
+    投影 or 投影矩阵, never 权重矩阵, which is the matrix of attention weights)."""
+    names = {e.term.lower(): [zh for zh, _, _ in e.chinese] for e in glossary_entries()}
+    wrong = []
+    for name, _, text in chinese_messages():
+        wrong += [f"{name}: {word} -> {instead}: {text[:60]!r}"
+                  for word, instead in DISCOURAGED.items() if word in text]
+        for label, target in re.findall(r"\{term\}`([^`<]*?)\s*<([^<>`]+)>`", text):
+            chinese = names.get(target.lower(), [])
+            if CJK.search(label) and not any(zh in label for zh in chinese):
+                wrong.append(f"{name}: {{term}}`{label} <{target}>`: the glossary says "
+                             f"{'/'.join(chinese)}")
+    assert not wrong, "\n".join(wrong)
