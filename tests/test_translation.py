@@ -565,3 +565,72 @@ def test_chinese_edition_uses_one_word_for_each_thing():
                 wrong.append(f"{name}: {{term}}`{label} <{target}>`: the glossary says "
                              f"{'/'.join(chinese)}")
     assert not wrong, "\n".join(wrong)
+
+
+# --- typography of the Chinese text ---------------------------------------------
+
+HAN = "\u4e00-\u9fff"
+TERM_LINK = re.compile(r"\{term\}`([^`<]*?)\s*(?:<[^<>`]*>)?`")
+LATIN = "A-Za-z0-9"
+
+
+def _rendered(text: str) -> str:
+    """`text` as a reader sees it, for spacing: a {term} by its label, a glued
+    number by "0", code and formulas by "A" (Latin: the book spaces them
+    from Chinese), other roles and URLs by an opaque mark, emphasis markers
+    dropped."""
+    text = TERM_LINK.sub(lambda m: m.group(1), text)
+    text = re.sub(r"\{glue(?::[a-z]+)?\}`[^`]*`", "0", text)
+    text = ROLE.sub("\x00", text)
+    text = re.sub(r"``.*?``|`[^`]+`", "A", text)
+    text = MATH.sub("A", text)
+    text = URL.sub("\x00", text)
+    return text.replace("*", "")
+
+
+def _prose(text: str) -> str:
+    """`text` with its code, formulas and roles' insides blanked (same length)."""
+    blank = lambda m: "\x00" * len(m.group(0))       # noqa: E731
+    return MATH.sub(blank, re.sub(r"``.*?``|`[^`]+`", blank, text))
+
+
+def typography_problems(text: str) -> list[str]:
+    """The Chinese text's spacing slips (issue 29): a space between a Chinese
+    character and a glossary link whose label begins or ends with one; a
+    space before %; a space before “ or after ”; no space between a Chinese
+    character and a Latin letter or digit (a word, a number, code, a formula,
+    a glued number: "softmax 函数", "约 2%")."""
+    problems = []
+    for m in re.finditer(rf"[{HAN}] +\{{term\}}`[{HAN}]", text):
+        problems.append(f"space before a link: {m.group(0)!r}")
+    for m in re.finditer(rf"\{{term\}}`[^`<]*[{HAN}]\s*(?:<[^<>`]*>)?` +[{HAN}]", text):
+        problems.append(f"space after a link: {m.group(0)[-20:]!r}")
+    prose = _prose(text)
+    for m in re.finditer(r"\s+%", prose):
+        problems.append(f"space before %: {text[max(0, m.start() - 12):m.end()]!r}")
+    for m in re.finditer(r"\s+“|”\s+", prose):
+        problems.append(f"space at a quotation mark: {text[max(0, m.start() - 8):m.end() + 8]!r}")
+    seen = _rendered(text)
+    for m in re.finditer(rf"[{HAN}][{LATIN}]|[{LATIN}][{HAN}]", seen):
+        problems.append(f"no space between Chinese and Latin: "
+                        f"{seen[max(0, m.start() - 8):m.end() + 8]!r}")
+    return problems
+
+
+def test_typography_checker_sees_each_slip():
+    assert typography_problems("外加一个 {term}`查询 <query>`，它是其中的 {term}`键 <key>`。") == [
+        "space before a link: '个 {term}`查'", "space before a link: '的 {term}`键'"]
+    assert len(typography_problems("在 {term}`softmax 函数 <softmax>` 之前")) == 1
+    assert len(typography_problems("约 {glue:text}`p:.0f` % 的查询，60 %")) == 2
+    assert len(typography_problems("查找 “fruit” 的值")) == 2
+    assert len(typography_problems("掩蔽softmax操作和{term}`softmax 函数 <softmax>`")) == 3
+    good = ("在引入 {term}`softmax 函数 <softmax>`之前，约 {glue:text}`p:.1f`% 的查询"
+            "（第 2 章）找到“fruit”的值 $x$，`x % 2` 和 $50 \\%$ 不变；见 {cite}`mody2022intuition`。")
+    assert typography_problems(good) == []
+
+
+def test_chinese_text_is_spaced_as_the_book_spaces_it():
+    """Every translated message of every catalogue (chapters 15 and 16 too)."""
+    wrong = [f"{name}: {p}" for name, _, text in chinese_messages()
+             for p in typography_problems(text)]
+    assert not wrong, f"{len(wrong)} slips:\n" + "\n".join(wrong[:80])
