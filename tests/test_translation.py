@@ -634,3 +634,22 @@ def test_chinese_text_is_spaced_as_the_book_spaces_it():
     wrong = [f"{name}: {p}" for name, _, text in chinese_messages()
              for p in typography_problems(text)]
     assert not wrong, f"{len(wrong)} slips:\n" + "\n".join(wrong[:80])
+
+
+GLOSSARY_LINK = re.compile(r'(.)(\s*)<a class="reference internal" href="[^"]*#term-[^"]*">'
+                           r'<span class="xref std std-term">([^<]+)</span></a>(\s*)(.)')
+
+
+def test_glossary_links_sit_in_the_chinese_text_without_spaces(built_book):
+    """On the built Chinese pages, no space between a Chinese character and a
+    glossary link whose text begins or ends with one, either side."""
+    wrong, links = [], 0
+    for page in chinese_pages(built_book):
+        text = (built_book / "zh" / page).read_text(encoding="utf-8")
+        for before, gap, label, after_gap, after in GLOSSARY_LINK.findall(text):
+            links += 1
+            if (gap and CJK.match(before) and CJK.match(label[0])) or \
+                    (after_gap and CJK.match(after) and CJK.match(label[-1])):
+                wrong.append(f"{page}: {before}{gap}[{label}]{after_gap}{after}")
+    assert links > 300, f"only {links} glossary links found"
+    assert not wrong, f"{len(wrong)} links set off by spaces:\n" + "\n".join(wrong[:40])
