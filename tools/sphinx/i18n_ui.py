@@ -99,7 +99,7 @@ class OrderSolutionTitles(SphinxPostTransform):
 
     def run(self, **kwargs) -> None:
         template = self.config.book_solution_title
-        if not template:
+        if not template or "sphinx_exercise" not in self.app.extensions:
             return
         from sphinx_exercise.nodes import solution_node
         before, _, after = template.partition("{exercise}")
@@ -131,7 +131,7 @@ REFERENCING = "sphinxcontrib.bibtex.style.referencing"
 def _citation_words(app, config) -> None:
     """Register the configured reference style with the edition's words and use it."""
     words = config.book_citation_words
-    if not words:
+    if not words or "sphinxcontrib.bibtex" not in app.extensions:
         return
     from sphinxcontrib.bibtex.plugin import find_plugin, register_plugin
     from sphinxcontrib.bibtex.style.referencing import PersonStyle
@@ -178,7 +178,8 @@ def bibliography_pages(env) -> list[str]:
 def _extract_bib_fields(app, doctree, docname: str) -> None:
     """The gettext builder: add the bib files' prose fields to the catalogue
     of the page with the bibliography."""
-    if app.builder.name != "gettext" or docname not in bibliography_pages(app.env):
+    if (app.builder.name != "gettext" or "sphinxcontrib.bibtex" not in app.extensions
+            or docname not in bibliography_pages(app.env)):
         return
     from sphinx.builders.gettext import MsgOrigin
     from sphinx.util.i18n import docname_to_domain
@@ -191,7 +192,8 @@ def _extract_bib_fields(app, doctree, docname: str) -> None:
 
 def _translated_bibliography_style(app, config) -> None:
     """In a translated build, format entries with their prose fields translated."""
-    if not config.language or config.language == "en":
+    if (not config.language or config.language == "en"
+            or "sphinxcontrib.bibtex" not in app.extensions):
         return
     import pybtex.plugin
     from pybtex.database import Entry
