@@ -10,7 +10,9 @@ reads everything on those visits:
   maths, images, the search field, the favicon, Chinese glyphs, an axe-core
   audit, the explorers' sliders and the folded solutions from the keyboard,
   the width of every code block with the solutions open; then the same page
-  switched to the dark theme for axe-core's contrast rule;
+  switched to the dark theme for axe-core's contrast rule; where the
+  language switch leads from three places on the page; on the search page,
+  what a few queries find;
 - on a phone (390 px, the reader asking for dark mode): the theme follows
   that wish, nothing scrolls sideways, explorers fit, one search control;
 - with JavaScript off: every formula is laid out by the HTML KaTeX wrote at
@@ -242,7 +244,8 @@ def ring_problem(ring: dict) -> bool:
 def read_keyboard(page) -> dict:
     """Every explorer slider: reached with Tab, a focus ring, an arrow key moves
     the frame, its value label and its alt text. Every folded solution: folded,
-    a focus ring on its toggle, Enter opens it (all are left open)."""
+    a focus ring on its toggle, Enter opens it (all are left open); the
+    toggles' labels."""
     sliders, solutions = [], []           # what is wrong with each, by kind
     ranges = page.locator(".attn-explorer input[type=range]")
     for k in range(ranges.count()):
@@ -278,7 +281,8 @@ def read_keyboard(page) -> dict:
         page.keyboard.press("Enter")
         if not body.is_visible() or button.get_attribute("aria-expanded") != "true":
             solutions.append(f"Enter did not open solution {k}")
-    return {"sliders": ranges.count(), "solutions": buttons.count(),
+    labels = sorted(set(buttons.evaluate_all("bs => bs.map(b => b.getAttribute('aria-label'))")))
+    return {"sliders": ranges.count(), "solutions": buttons.count(), "labels": labels,
             "slider_problems": sliders, "solution_problems": solutions}
 
 
@@ -294,6 +298,72 @@ def read_code_widths(page) -> dict:
     the longest line of each that scrolls sideways."""
     found = page.evaluate(CODE_WIDTHS)
     return {"cells": len(found), "wide": [f["line"] for f in found if f["over"] > 1]}
+
+
+SWITCH = """() => {
+    // The language switch keeps the reader's place (_templates/language-switch.html).
+    // Follow it three times without leaving the page (a listener after the
+    // link's own cancels the navigation) and record where it leads: from the
+    // top of the page, with the address naming the last section, and with
+    // none named, scrolled to a long section's heading.
+    const link = document.querySelector('a.book-language-switch');
+    if (!link) return null;
+    const root = document.documentElement;
+    root.style.scrollBehavior = 'auto';               // jump, do not animate
+    const headings = [...document.querySelectorAll(
+        'article.bd-article section[id] > :is(h1, h2, h3, h4, h5, h6):first-child')];
+    const follow = () => {
+        window.addEventListener('click', e => e.preventDefault(), {once: true});
+        link.click();
+        return link.getAttribute('href');
+    };
+    const found = {sections: headings.length};
+    history.replaceState(null, '', location.pathname);
+    window.scrollTo(0, 0);
+    found.top = follow();
+    if (headings.length > 1) {
+        const named = headings[headings.length - 1].parentElement;
+        location.hash = named.id;
+        found.named = {id: named.id, href: follow()};
+        history.replaceState(null, '', location.pathname);
+        const top = h => h.getBoundingClientRect().top + window.scrollY;
+        const long = headings.slice(1).findIndex((h, i) => top(h) - top(headings[i]) > 2 * innerHeight);
+        if (long >= 0) {
+            const read = headings[long];
+            window.scrollTo(0, top(read) - 10);
+            found.read = {id: read.parentElement.id, href: follow()};
+        }
+    }
+    root.style.scrollBehavior = '';
+    return found;
+}"""
+
+
+def read_switch(page) -> dict | None:
+    return page.evaluate(SWITCH)
+
+
+#: Queries the survey runs on each edition's search page, through Sphinx's
+#: own two steps of a search (the splitter of tools/sphinx/i18n_ui.py first).
+SEARCH_QUERIES = {"en": [], "zh": ["梯度消失", "查询和键", "缩放点积注意力"]}
+
+SEARCH = """async (queries) => {
+    for (let waited = 0; !Search.hasIndex(); waited += 50) {
+        if (waited > 10000) throw new Error('the search index did not load');
+        await new Promise(ok => setTimeout(ok, 50));
+    }
+    return Object.fromEntries(queries.map(query => {
+        const parsed = Search._parseQuery(query);
+        const results = Search._performSearch(...parsed);
+        return [query, {terms: [...parsed[1]],
+                        pages: [...new Set(results.map(r => r[0]))].sort()}];
+    }));
+}"""
+
+
+def read_search(page, queries: list[str]) -> dict:
+    """{query: {terms: what the query was split into, pages: the docnames found}}."""
+    return page.evaluate(SEARCH, queries)
 
 
 def read_dark(page) -> dict:
@@ -423,6 +493,9 @@ def survey(browser, html_dir: Path, edition: str) -> dict:
             attempt(report, "keyboard", read_keyboard, laptop)
             attempt(report, "code", read_code_widths, laptop)
             attempt(report, "dark", read_dark, laptop)
+            attempt(report, "switch", read_switch, laptop)
+            if page_path.rsplit("/", 1)[-1] == "search.html" and SEARCH_QUERIES[edition]:
+                attempt(report, "search", read_search, laptop, SEARCH_QUERIES[edition])
             attempt(report, "phone", visit, tabs["phone"], url, read_phone, "layout")
             if page_path.rsplit("/", 1)[-1] != "index.html":  # a redirect, read at intro
                 attempt(report, "plain", visit, tabs["plain"], url, read_without_javascript,

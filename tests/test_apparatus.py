@@ -18,6 +18,8 @@ import yaml
 from tools.glossary.terms import (
     chapter_cells,
     chinese_table,
+    chinese_table_rows,
+    english_context,
     first_uses,
     glossary_entries,
     pinyin_key,
@@ -47,7 +49,7 @@ def test_glossary_covers_the_terms_the_issue_lists():
     required = {"query": "查询", "key": "键", "value": "值", "attention score": "注意力分数",
                 "attention weight": "注意力权重", "attention pooling": "注意力汇聚",
                 "scaled dot-product attention": "缩放点积注意力", "self-attention": "自注意力",
-                "masked softmax": "掩蔽softmax", "additive attention": "加性注意力",
+                "masked softmax": "掩蔽 softmax", "additive attention": "加性注意力",
                 "kernel regression": "核回归"}
     by_term = {e.term: e for e in ENTRIES}
     for term, zh in required.items():
@@ -63,6 +65,36 @@ def test_chinese_table_lists_every_glossary_term_sorted_by_pinyin():
                                f"only in the glossary: {glossary - table}")
     keys = [pinyin_key(p) for _, p, _ in rows]
     assert keys == sorted(keys), "the 中文 → English table is not in pinyin order"
+
+
+def test_chinese_table_gives_each_chinese_term_its_own_english():
+    """The 中文 → English table against the entries: a row shows the English
+    that its Chinese term translates, not only the entry it belongs to
+    (非自主性提示 is a non-volitional cue, 带参数的注意力汇聚 is *parametric*
+    attention pooling, in the entries of attention cue and nonparametric
+    attention pooling). An entry's own Chinese term shows the entry's term;
+    another shows the words the entry writes just before it."""
+    entries = {e.term: e for e in ENTRIES}
+    wrong = []
+    for zh, _, label, target in chinese_table_rows():
+        entry, zh = entries[target], zh.rstrip("†")
+        context = english_context(entry, zh)
+        if context is None and label != entry.term:
+            wrong.append(f"{zh}: shows {label!r}, names the entry {entry.term!r} itself")
+        elif context is not None and (label == entry.term
+                                      or not context.lower().endswith(label.lower())):
+            wrong.append(f"{zh}: shows {label!r}, the entry {entry.term!r} writes "
+                         f"'…{context[-40:]}' before it")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_english_context_reads_the_entries():
+    by_term = {e.term: e for e in ENTRIES}
+    assert english_context(by_term["attention cue"], "注意力提示") is None
+    assert english_context(by_term["attention cue"], "非自主性提示").endswith(
+        "A non-volitional cue")
+    assert english_context(by_term["mask"], "掩蔽") is None       # another name
+    assert english_context(by_term["pre-LN"], "后置层归一化").endswith("post-LN")
 
 
 def test_chinese_terms_without_a_dagger_are_the_source_articles_own():

@@ -173,27 +173,71 @@ def test_every_page_links_the_same_page_in_the_other_edition(built_book):
             assert target == (other / page).resolve(), f"{page}: switch leads to {target}"
 
 
+SECTION_ID = re.compile(r'<section id="([^"]+)">\s*<h[2-6]')
+
+
 @pytest.mark.parametrize("scheme", ["file", "http"])
 def test_language_switch_works_both_ways_in_the_browser(built_book, book_server, browser,
                                                          scheme):
+    """Both ways, from a section the address names: the other edition opens
+    at that section (the editions share section ids)."""
     page_path = "chapters/02_soft_lookup.html"
+    sections = SECTION_ID.findall((built_book / page_path).read_text(encoding="utf-8"))
+    section = sections[len(sections) // 2]
     url = ((built_book / page_path).as_uri() if scheme == "file"
-           else f"{book_server}/{page_path}")
+           else f"{book_server}/{page_path}") + f"#{section}"
     page = browser.new_page()
     page.goto(url)
-    for width in (1280, 390):                  # wholly inside the page, laptop and phone
+    for width in (390, 1280):                  # wholly inside the page, phone and laptop
         page.set_viewport_size({"width": width, "height": 800})
         box = page.locator("a.book-language-switch").first.bounding_box()
         assert box and box["y"] >= 0 and box["x"] + box["width"] <= width, (width, box)
-    page.locator("a.book-language-switch").first.click()
-    page.wait_for_load_state("load")
-    assert page.url.endswith("/zh/" + page_path), page.url
-    assert page.evaluate("document.documentElement.lang").startswith("zh"), page.url
-    page.locator("a.book-language-switch").first.click()
-    page.wait_for_load_state("load")
-    assert page.url.endswith("/" + page_path) and "/zh/" not in page.url, page.url
-    assert page.evaluate("document.documentElement.lang") == "en"
+    page.goto(url)                              # at the section again, on the laptop
+    at_section = f"""() => {{ const box = document.getElementById({section!r})
+        .getBoundingClientRect(); return box.top >= 0 && box.top < innerHeight / 2; }}"""
+    for lang in ("zh", "en"):
+        page.wait_for_function(at_section, timeout=5000)    # the section is on screen
+        page.locator("a.book-language-switch").first.click()
+        page.wait_for_load_state("load")
+        ending = ("/zh/" if lang == "zh" else "/") + f"{page_path}#{section}"
+        assert page.url.endswith(ending) and (lang == "zh") == ("/zh/" in page.url), page.url
+        assert page.evaluate("document.documentElement.lang").startswith(lang), page.url
+    page.wait_for_function(at_section, timeout=5000)
     page.close()
+
+
+@pytest.mark.parametrize("edition", BY_EDITION)
+def test_language_switch_keeps_the_readers_place_on_every_page(built_book, surveyed,
+                                                                edition):
+    """On every page, the switch leads to the same page of the other edition:
+    at its top from the top, at the section the address names, and at the
+    section being read when none is named (_templates/language-switch.html);
+    the other edition has each of those sections."""
+    result = surveyed(edition)
+
+    def problems(found, report):
+        page = report["page"].removeprefix("zh/")
+        if page == "index.html":
+            return None                     # a redirect: the survey read intro.html
+        if found is None:
+            return "no language switch"
+        other = built_book if edition == "zh" else built_book / "zh"
+        ids = set(re.findall(r'\bid="([^"]+)"', (other / page).read_text(encoding="utf-8")))
+        name = page.rsplit("/", 1)[-1]
+        wrong = [] if found["top"].rsplit("/", 1)[-1] == name else [f"top: {found['top']}"]
+        for case in ("named", "read"):
+            if case in found and (found[case]["href"].rsplit("/", 1)[-1]
+                                  != f"{name}#{found[case]['id']}"
+                                  or found[case]["id"] not in ids):
+                wrong.append(f"{case}: {found[case]}")
+        return wrong
+    bad = failures(result, "switch", problems)
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+    checked = [r["switch"] for r in result["pages"].values() if r.get("switch")]
+    assert sum("named" in s for s in checked) >= len(checked) // 2, checked
+    assert sum("read" in s for s in checked) >= 5, "too few long sections to scroll to"
+    print(f"\n[switch] {edition}: {len(checked)} pages, "
+          f"{sum('read' in s for s in checked)} read by scrolling")
 
 
 def search_results(browser, base_url: str, query: str) -> list[str]:
@@ -211,6 +255,13 @@ def search_results(browser, base_url: str, query: str) -> list[str]:
     return sorted({h.split("#")[0].split("?")[0].removesuffix(".html") for h in hrefs})
 
 
+def page_title(page: str) -> str:
+    """A page's own title: its <title> without the book's (which holds 注意力)."""
+    import html
+    found = re.search(r"<title>(.*?)</title>", page, re.S)
+    return html.unescape(found.group(1)).split(" — ")[0] if found else ""
+
+
 @pytest.mark.parametrize("query", ["注意力", "键值对"])
 def test_chinese_search_finds_the_right_chapters(built_book, book_server, browser, query):
     """Search the Chinese edition: the pages whose title holds the query and
@@ -219,14 +270,46 @@ def test_chinese_search_finds_the_right_chapters(built_book, book_server, browse
     from tools.glossary.terms import glossary_entries
     zh = built_book / "zh"
     expected = {p.removesuffix(".html") for p in built_pages(zh)
-                if query in (re.search(r"<title>(.*?)</title>",
-                                       (zh / p).read_text(encoding="utf-8"), re.S)
-                             or [""])[0] and p != "search.html"}
+                if query in page_title((zh / p).read_text(encoding="utf-8"))
+                and p != "search.html"}
     expected |= {e.chapter for e in glossary_entries()
                  if query in [c for c, _, _ in e.chinese] and e.chapter}
     assert expected, f"no page is about {query}: is the Chinese edition translated?"
     found = search_results(browser, f"{book_server}/zh", query)
     assert expected <= set(found), f"search for {query} lists {found}, not {sorted(expected)}"
+
+
+def article_texts(html_dir) -> dict[str, str]:
+    """{docname: the text of its article} for every page of an edition."""
+    from bs4 import BeautifulSoup
+    texts = {}
+    for page in built_pages(html_dir):
+        article = BeautifulSoup((html_dir / page).read_text(encoding="utf-8"),
+                                "html.parser").select_one("article.bd-article")
+        if article is not None and page not in ("search.html", "genindex.html"):
+            texts[page.removesuffix(".html")] = article.get_text()
+    return texts
+
+
+def test_chinese_search_segments_a_query_of_several_words(built_book, surveyed):
+    """A query of several words finds every page whose text holds it
+    (tests/survey.py's SEARCH_QUERIES): Sphinx alone took 梯度消失 for one
+    word and found nothing; tools/sphinx/i18n_ui.py's splitter segments it
+    against the index's terms."""
+    from survey import SEARCH_QUERIES
+    result = surveyed("zh")
+    found = result["pages"]["zh/search.html"]
+    assert "search" not in found["errors"], found["errors"]["search"]
+    texts = article_texts(built_book / "zh")
+    for query in SEARCH_QUERIES["zh"]:
+        holding = {page for page, text in texts.items() if query in text}
+        got = found["search"][query]
+        print(f"\n[search] {query}: split into {got['terms']}, {len(got['pages'])} pages found, "
+              f"{len(holding)} hold it")
+        assert holding, f"no page holds {query}: change the query"
+        assert len(got["terms"]) > 1 or query in got["terms"], got
+        assert holding <= set(got["pages"]), \
+            f"{query}: split into {got['terms']}, misses {sorted(holding - set(got['pages']))}"
 
 
 @pytest.mark.parametrize("edition", BY_EDITION)

@@ -29,11 +29,17 @@ from tools.glossary.terms import glossary_entries
 from tools.project import ROOT, toc_files
 
 LOCALE = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
-#: Catalogues that are not generated from the text (theme overrides).
-NOT_GENERATED = {"booktheme.po"}
+#: Catalogues that are not generated from the text (theme overrides,
+#: tools/sphinx/i18n_ui.py).
+NOT_GENERATED = {"booktheme.po", "theme.po"}
 ROLE = re.compile(r"\{[a-z:]+\}`[^`]*`")
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.S)
 URL = re.compile(r"https?://[^\s)>\]]+")
+#: Prose inside a formula: ``\text{ layers}`` (a space or a CJK character in
+#: it), which a translation translates; ``\text{model}`` is notation and stays.
+MATH_PROSE = re.compile(r"\\text\{([^{}]*(?:\s|[\u4e00-\u9fff])[^{}]*)\}")
+ENGLISH_WORD = re.compile(r"[A-Za-z]{2,}")
+CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def catalogue_files() -> list[Path]:
@@ -67,8 +73,16 @@ def protected(text: str) -> dict[str, list[str]]:
     rest = ROLE.sub(" ", text)
     code = re.findall(r"`[^`]+`", rest)
     rest = re.sub(r"`[^`]+`", " ", rest)
+    maths = [MATH_PROSE.sub(r"\\text{…}", m) for m in MATH.findall(rest)]
     return {"roles": sorted(map(_role_key, roles)), "code": sorted(code),
-            "maths": sorted(MATH.findall(rest)), "urls": sorted(URL.findall(text))}
+            "maths": sorted(maths), "urls": sorted(URL.findall(text))}
+
+
+def english_in_formulas(text: str) -> list[str]:
+    """The prose of ``\\text{...}`` in the formulas of `text` that is still English."""
+    rest = re.sub(r"`[^`]+`", " ", ROLE.sub(" ", text))
+    return [prose for formula in MATH.findall(rest) for prose in MATH_PROSE.findall(formula)
+            if ENGLISH_WORD.search(prose) and not CJK.search(prose)]
 
 
 def translation_problems(path: Path) -> list[str]:
@@ -88,6 +102,8 @@ def translation_problems(path: Path) -> list[str]:
             en, zh = protected(mid), protected(mstr)
             problems += [f"{kind} differ in {where}: {en[kind]} -> {zh[kind]}"
                          for kind in en if en[kind] != zh[kind]]
+            problems += [f"maths words untranslated in {where}: {w!r}"
+                         for w in english_in_formulas(mstr)]
     return problems
 
 
@@ -99,6 +115,7 @@ def test_translation_checker_catches_each_fault(tmp_path):
         "roles": 'msgid "A {term}`key`."\nmsgstr "一个键。"\n',
         "maths": 'msgid "Width $d_k$."\nmsgstr "宽度 d_k。"\n',
         "code": 'msgid "Call `softmax`."\nmsgstr "调用 softmax。"\n',
+        "maths words": 'msgid "$2 \\\\text{ layers}$."\nmsgstr "$2 \\\\text{ layers}$。"\n',
     }
     for fault, entry in cases.items():
         po = tmp_path / f"{fault}.po"
@@ -107,7 +124,9 @@ def test_translation_checker_catches_each_fault(tmp_path):
         assert found and found[0].startswith(fault), (fault, found)
     good = tmp_path / "good.po"
     good.write_text(header + 'msgid "A {term}`key` of width $d_k$ from `softmax`."\n'
-                    'msgstr "宽度为 $d_k$ 的{term}`键 <key>`，来自 `softmax`。"\n',
+                    'msgstr "宽度为 $d_k$ 的{term}`键 <key>`，来自 `softmax`。"\n\n'
+                    'msgid "$12 \\\\text{ layers}$ of $d_{\\\\text{model}}$."\n'
+                    'msgstr "$12 \\\\text{ 层}$，宽 $d_{\\\\text{model}}$。"\n',
                     encoding="utf-8")
     assert translation_problems(good) == []
 
@@ -216,8 +235,6 @@ def test_linked_glossary_terms_appear_in_chinese(built_book):
 
 
 # --- figure alt text ------------------------------------------------------------
-
-CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 def _figure_alts(page: Path) -> list[str]:
@@ -437,3 +454,263 @@ def test_glossary_dictionary_keeps_compounds_and_one_character_terms_whole(tmp_p
     language.single_characters = {"键", "值"}
     assert language.word_filter("键") and language.word_filter("值")
     assert not language.word_filter("的")
+
+
+# --- the interface around the prose (tools/sphinx/i18n_ui.py) ------------------
+
+#: English the Chinese pages show on purpose: the link to the English edition,
+#: the keyboard shortcut and the download buttons' file types.
+ENGLISH_ON_PURPOSE = {"English", "Ctrl", ".ipynb", ".md", ".pdf"}
+UI_ATTRIBUTES = ("title", "aria-label", "data-bs-title", "placeholder")
+
+
+def chinese_pages(built_book: Path) -> dict[str, object]:
+    """{page: its parsed HTML} for every page of the Chinese edition."""
+    from bs4 import BeautifulSoup
+    from survey import built_pages
+    zh = built_book / "zh"
+    return {p: BeautifulSoup((zh / p).read_text(encoding="utf-8"), "html.parser")
+            for p in built_pages(zh) if p != "index.html"}
+
+
+def english_interface_text(soup) -> list[str]:
+    """Text and labels outside the page's own article that are English only,
+    and the titles of the article's heading links. The tables of contents
+    (entries in a ``nav``) repeat the pages' own headings and are left out."""
+    from bs4 import Comment
+    found = []
+    for tag in soup.find_all(True):
+        inside = tag.find_parent("article") is not None
+        for name in UI_ATTRIBUTES:
+            value = tag.get(name)
+            if (value and (not inside or "headerlink" in tag.get("class", []))
+                    and ENGLISH_WORD.search(value) and not CJK.search(value)):
+                found.append(f"{tag.name}[{name}]={value!r}")
+    for text in soup.body.find_all(string=True):
+        if (isinstance(text, Comment) or text.find_parent(["script", "style", "article"])
+                or text.strip() in ENGLISH_ON_PURPOSE or text.find_parent(class_="katex")
+                or (text.find_parent("li") and text.find_parent("nav"))):
+            continue
+        if ENGLISH_WORD.search(text) and not CJK.search(text):
+            found.append(f"{text.parent.name}: {text.strip()[:60]!r}")
+    return found
+
+
+def test_chinese_interface_is_chinese(built_book):
+    """No English label, tooltip or text around the Chinese pages' prose; the
+    book's Chinese title in every <title> and its authors in the footer; the
+    folding hints in Chinese (tools/build/book.py's ZH_SETTINGS)."""
+    from tools.build.book import ZH_AUTHOR, ZH_TITLE
+    bad = {}
+    for page, soup in chinese_pages(built_book).items():
+        found = english_interface_text(soup)
+        if not soup.title.get_text().endswith(ZH_TITLE):
+            found.append(f"<title>{soup.title.get_text()}")
+        author = soup.select_one(".component-author")
+        if author is None or author.get_text(" ", strip=True) != f"作者：{ZH_AUTHOR}":
+            found.append(f"author line {author and author.get_text(strip=True)!r}")
+        hints = re.findall(r"toggleHint\w+ = '([^']*)'", str(soup))
+        if len(hints) != 2 or not all(CJK.search(h) for h in hints):
+            found.append(f"folding hints {hints}")
+        if found:
+            bad[page] = found
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)
+
+
+def test_interface_checker_sees_english_labels():
+    from bs4 import BeautifulSoup
+    soup = BeautifulSoup('<body><nav aria-label="Main"><ul><li>softmax</li></ul></nav>'
+                         '<article><h2>标题<a class="headerlink" title="Link to this heading">'
+                         '#</a></h2><p>softmax only</p></article><p>© Copyright 2026.</p>'
+                         '<a>English</a></body>', "html.parser")
+    assert len(english_interface_text(soup)) == 3, english_interface_text(soup)
+
+
+def test_solution_titles_read_exercise_then_solution(built_book):
+    """Every folded solution of the Chinese edition is titled "练习 n 的解答"
+    (the link to the exercise first), as many as the English edition has."""
+    count, wrong = 0, []
+    for page, soup in chinese_pages(built_book).items():
+        english = (built_book / page).read_text(encoding="utf-8").count(
+            'class="solution dropdown admonition"')
+        titles = [t.get_text().strip() for t in soup.select(".solution > .admonition-title")]
+        count += len(titles)
+        if len(titles) != english:
+            wrong.append(f"{page}: {len(titles)} solutions, {english} in English")
+        wrong += [f"{page}: {t!r}" for t in titles if not re.fullmatch(r"练习 \d+ 的解答", t)]
+    assert count >= 40, f"only {count} solutions"
+    assert not wrong, "\n".join(wrong)
+
+
+def test_citations_and_bibliography_notes_are_chinese(built_book):
+    """Textual citations join names with 和 and shorten with 等, not "and" or
+    "et al."; every bibliography note references.po translates shows
+    translated, in the bibliography and in the citations' tooltips, and its
+    English is on no Chinese page."""
+    import html as html_lib
+    pages = {p: (built_book / "zh" / p).read_text(encoding="utf-8")
+             for p in chinese_pages(built_book)}
+    cited = [(p, html_lib.unescape(text)) for p, page in pages.items()
+             for text in re.findall(r'href="(?:\.\./)*references\.html#[^"]*"[^>]*>([^<]+)</a>',
+                                    page)]
+    assert len(cited) > 20, f"only {len(cited)} citations found"
+    english = [f"{p}: {t}" for p, t in cited if re.search(r"\band\b|et al", t)]
+    assert not english, english
+    assert any(" 和 " in t for _, t in cited) and any(" 等" in t for _, t in cited)
+    notes = {m.id: m.string for m in read_catalogue(LOCALE / "references.po")
+             if m.id and m.string and m.string != m.id and not CJK.search(m.id)
+             and len(m.id.split()) <= 20 and "{" not in m.id}
+    text = {p: html_lib.unescape(page) for p, page in pages.items()}
+    for note, translated in notes.items():
+        assert translated in text["references.html"], f"not in the bibliography: {translated}"
+        assert not [p for p, t in text.items() if note in t], f"English note shown: {note}"
+
+
+#: _templates/ overrides of sphinx-book-theme's templates that only wrap its
+#: hard-coded English in _() (tools/sphinx/i18n_ui.py, piece 1): ours -> theirs
+WRAPPED_TEMPLATES = {"toggle-primary-sidebar.html": "components/toggle-primary-sidebar.html",
+                     "toggle-secondary-sidebar.html": "components/toggle-secondary-sidebar.html",
+                     "sbt-sidebar-nav.html": "components/sbt-sidebar-nav.html",
+                     "layout.html": "layout.html"}
+
+
+def test_template_overrides_are_the_installed_themes_with_translatable_strings():
+    import sphinx_book_theme
+    theme = Path(sphinx_book_theme.__file__).parent / "theme" / "sphinx_book_theme"
+    for ours, theirs in WRAPPED_TEMPLATES.items():
+        text = re.sub(r"^\{#-.*?-#\}\n", "", (ROOT / "_templates" / ours).read_text(), flags=re.S)
+        assert "{{ _(" in text, ours
+        unwrapped = re.sub(r"\{\{ _\('([^']*)'\) \}\}", r"\1", text)
+        assert unwrapped == (theme / theirs).read_text(), \
+            f"the theme's {theirs} changed: update _templates/{ours}"
+    author = (theme / "components" / "author.html").read_text()
+    assert "{{ translate('By') }} {{ author }}" in author, \
+        "the theme's author line changed: update _templates/author.html"
+
+
+def test_folding_buttons_are_labelled_in_chinese(surveyed):
+    """sphinx-togglebutton's script labels its buttons "Toggle hidden content";
+    the Chinese edition relabels them (tools/sphinx/i18n_ui.py, piece 6)."""
+    result = surveyed("zh")
+    labels = {label for r in result["pages"].values()
+              for label in r.get("keyboard", {}).get("labels", [])}
+    assert labels and all(CJK.search(label) for label in labels), labels
+
+
+# --- one word for one thing -------------------------------------------------
+
+#: Words the Chinese edition does not use, and what it writes instead.
+DISCOURAGED = {"屏蔽": "掩蔽 (the glossary's word for masking)",
+               "测试集": "留出集 (a held-out set; 测试 is the test suite's word)",
+               "错误示例集": "bug 集锦 (chapter 9's gallery of bugs)"}
+
+
+def chinese_messages() -> list[tuple[str, str, str]]:
+    """(catalogue, msgid, msgstr) of every translated message."""
+    return [(path.name, str(m.id), m.string) for path in catalogue_files()
+            for m in read_catalogue(path) if m.id and isinstance(m.string, str) and m.string]
+
+
+def test_chinese_edition_uses_one_word_for_each_thing():
+    """No discouraged word, and every {term} whose label is Chinese names its
+    entry by one of the glossary's Chinese terms for it (a projection is
+    投影 or 投影矩阵, never 权重矩阵, which is the matrix of attention weights)."""
+    names = {e.term.lower(): [zh for zh, _, _ in e.chinese] for e in glossary_entries()}
+    wrong = []
+    for name, _, text in chinese_messages():
+        wrong += [f"{name}: {word} -> {instead}: {text[:60]!r}"
+                  for word, instead in DISCOURAGED.items() if word in text]
+        for label, target in re.findall(r"\{term\}`([^`<]*?)\s*<([^<>`]+)>`", text):
+            chinese = names.get(target.lower(), [])
+            if CJK.search(label) and not any(zh in label for zh in chinese):
+                wrong.append(f"{name}: {{term}}`{label} <{target}>`: the glossary says "
+                             f"{'/'.join(chinese)}")
+    assert not wrong, "\n".join(wrong)
+
+
+# --- typography of the Chinese text ---------------------------------------------
+
+HAN = "\u4e00-\u9fff"
+TERM_LINK = re.compile(r"\{term\}`([^`<]*?)\s*(?:<[^<>`]*>)?`")
+LATIN = "A-Za-z0-9"
+
+
+def _rendered(text: str) -> str:
+    """`text` as a reader sees it, for spacing: a {term} by its label, a glued
+    number by "0", code and formulas by "A" (Latin: the book spaces them
+    from Chinese), other roles and URLs by an opaque mark, emphasis markers
+    dropped."""
+    text = TERM_LINK.sub(lambda m: m.group(1), text)
+    text = re.sub(r"\{glue(?::[a-z]+)?\}`[^`]*`", "0", text)
+    text = ROLE.sub("\x00", text)
+    text = re.sub(r"``.*?``|`[^`]+`", "A", text)
+    text = MATH.sub("A", text)
+    text = URL.sub("\x00", text)
+    return text.replace("*", "")
+
+
+def _prose(text: str) -> str:
+    """`text` with its code, formulas and roles' insides blanked (same length)."""
+    blank = lambda m: "\x00" * len(m.group(0))       # noqa: E731
+    return MATH.sub(blank, re.sub(r"``.*?``|`[^`]+`", blank, text))
+
+
+def typography_problems(text: str) -> list[str]:
+    """The Chinese text's spacing slips (issue 29): a space between a Chinese
+    character and a glossary link whose label begins or ends with one; a
+    space before %; a space before “ or after ”; no space between a Chinese
+    character and a Latin letter or digit (a word, a number, code, a formula,
+    a glued number: "softmax 函数", "约 2%")."""
+    problems = []
+    for m in re.finditer(rf"[{HAN}] +\{{term\}}`[{HAN}]", text):
+        problems.append(f"space before a link: {m.group(0)!r}")
+    for m in re.finditer(rf"\{{term\}}`[^`<]*[{HAN}]\s*(?:<[^<>`]*>)?` +[{HAN}]", text):
+        problems.append(f"space after a link: {m.group(0)[-20:]!r}")
+    prose = _prose(text)
+    for m in re.finditer(r"\s+%", prose):
+        problems.append(f"space before %: {text[max(0, m.start() - 12):m.end()]!r}")
+    for m in re.finditer(r"\s+“|”\s+", prose):
+        problems.append(f"space at a quotation mark: {text[max(0, m.start() - 8):m.end() + 8]!r}")
+    seen = _rendered(text)
+    for m in re.finditer(rf"[{HAN}][{LATIN}]|[{LATIN}][{HAN}]", seen):
+        problems.append(f"no space between Chinese and Latin: "
+                        f"{seen[max(0, m.start() - 8):m.end() + 8]!r}")
+    return problems
+
+
+def test_typography_checker_sees_each_slip():
+    assert typography_problems("外加一个 {term}`查询 <query>`，它是其中的 {term}`键 <key>`。") == [
+        "space before a link: '个 {term}`查'", "space before a link: '的 {term}`键'"]
+    assert len(typography_problems("在 {term}`softmax 函数 <softmax>` 之前")) == 1
+    assert len(typography_problems("约 {glue:text}`p:.0f` % 的查询，60 %")) == 2
+    assert len(typography_problems("查找 “fruit” 的值")) == 2
+    assert len(typography_problems("掩蔽softmax操作和{term}`softmax 函数 <softmax>`")) == 3
+    good = ("在引入 {term}`softmax 函数 <softmax>`之前，约 {glue:text}`p:.1f`% 的查询"
+            "（第 2 章）找到“fruit”的值 $x$，`x % 2` 和 $50 \\%$ 不变；见 {cite}`mody2022intuition`。")
+    assert typography_problems(good) == []
+
+
+def test_chinese_text_is_spaced_as_the_book_spaces_it():
+    """Every translated message of every catalogue (chapters 15 and 16 too)."""
+    wrong = [f"{name}: {p}" for name, _, text in chinese_messages()
+             for p in typography_problems(text)]
+    assert not wrong, f"{len(wrong)} slips:\n" + "\n".join(wrong[:80])
+
+
+GLOSSARY_LINK = re.compile(r'(.)(\s*)<a class="reference internal" href="[^"]*#term-[^"]*">'
+                           r'<span class="xref std std-term">([^<]+)</span></a>(\s*)(.)')
+
+
+def test_glossary_links_sit_in_the_chinese_text_without_spaces(built_book):
+    """On the built Chinese pages, no space between a Chinese character and a
+    glossary link whose text begins or ends with one, either side."""
+    wrong, links = [], 0
+    for page in chinese_pages(built_book):
+        text = (built_book / "zh" / page).read_text(encoding="utf-8")
+        for before, gap, label, after_gap, after in GLOSSARY_LINK.findall(text):
+            links += 1
+            if (gap and CJK.match(before) and CJK.match(label[0])) or \
+                    (after_gap and CJK.match(after) and CJK.match(label[-1])):
+                wrong.append(f"{page}: {before}{gap}[{label}]{after_gap}{after}")
+    assert links > 300, f"only {links} glossary links found"
+    assert not wrong, f"{len(wrong)} links set off by spaces:\n" + "\n".join(wrong[:40])

@@ -143,18 +143,28 @@ def effective_config(offline: bool) -> Path:
     return out
 
 
+#: Chinese catalogues that every page reads, not only their own page: the
+#: theme's strings (tools/sphinx/i18n_ui.py) and the bibliography's notes,
+#: which the citations' tooltips show.
+EVERY_PAGES_CATALOGUES = ("sphinx", "theme", "booktheme", "references")
+
+
 def build_inputs(config_path: Path) -> str:
     """A digest of what every page depends on besides its own source: the
-    effective configuration, the TOC, the local extensions, templates and
-    static files (Sphinx does not re-copy a changed stylesheet on an update), and
-    attnbook (whose change re-executes every notebook without touching them)."""
+    effective configuration, the TOC, the catalogues every page reads, the
+    local extensions, templates and static files (Sphinx does not re-copy a
+    changed stylesheet on an update), and attnbook (whose change re-executes
+    every notebook without touching them)."""
     digest = hashlib.sha256(attnbook_digest().encode())
     files = [config_path, ROOT / "_toc.yml", ROOT / "references.bib",
+             *(ROOT / "locales" / "zh_CN" / "LC_MESSAGES" / f"{name}.po"
+               for name in EVERY_PAGES_CATALOGUES),
              *sorted((ROOT / "tools" / "sphinx").glob("*.py")),
              *sorted(p for p in (ROOT / "_templates").rglob("*") if p.is_file()),
              *sorted(p for p in (ROOT / "_assets").rglob("*") if p.is_file())]
     for path in files:
-        digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
+        if path.is_file():
+            digest.update(str(path.relative_to(ROOT)).encode() + path.read_bytes())
     return digest.hexdigest()
 
 
@@ -355,12 +365,24 @@ def explain_failure(output: str) -> None:
 
 ZH_BUILD = ROOT / "_build" / "zh"          # jupyter-book writes ZH_BUILD/_build/html
 ZH_HTML = ROOT / "_build" / "html" / "zh"  # where readers find it
-#: Settings that are UI strings rather than catalogue entries.
+#: The book's title and authors in the Chinese edition (intro.po translates
+#: the first page's heading the same way).
+ZH_TITLE = "一步一步理解注意力"
+ZH_AUTHOR = f"《{ZH_TITLE}》编写组"
+#: Settings that are UI strings rather than catalogue entries (the book_*
+#: ones are tools/sphinx/i18n_ui.py's).
 ZH_SETTINGS = {
     "language": "zh_CN",
     "book_language_switch": ["English", "../", "en"],
     "nb_code_prompt_show": "显示代码单元",
     "nb_code_prompt_hide": "隐藏代码单元",
+    # sphinx-togglebutton reads its hints at start-up, before any catalogue
+    "togglebutton_hint": "点击展开",
+    "togglebutton_hint_hide": "点击收起",
+    "book_toggle_label": "展开或收起内容",
+    "book_solution_title": "{exercise} 的解答",
+    "book_citation_words": {"sep": "、", "sep2": " 和 ", "last_sep": " 和 ", "other": " 等",
+                            "author_year_sep": "，"},
 }
 ZH_THEME = {"search_bar_text": "搜索本书……"}
 ZH_HTML_OPTIONS = {"extra_footer": "本书每一页上的每个数字都由该页的代码算出。"}
@@ -368,11 +390,12 @@ ZH_HTML_OPTIONS = {"extra_footer": "本书每一页上的每个数字都由该�
 
 def chinese_edition_config(english: Path) -> Path:
     """The Chinese edition's config: the English effective config with
-    language zh_CN, the UI strings that are settings, the reverse language
+    language zh_CN, the book's Chinese title and authors, the UI strings that are settings, the reverse language
     switch, and the execution cache given as an absolute path, so that the
     build (from another output folder) reads the notebooks the English
     build executed instead of executing them again."""
     config = yaml.safe_load(english.read_text())
+    config["title"], config["author"] = ZH_TITLE, ZH_AUTHOR
     config["execute"]["cache"] = str(ROOT / config["execute"]["cache"])
     config["html"].update(ZH_HTML_OPTIONS)
     sphinx = config["sphinx"]["config"]

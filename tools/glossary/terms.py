@@ -62,18 +62,42 @@ def glossary_entries(path: Path = GLOSSARY) -> list[Entry]:
     return entries
 
 
-def chinese_table(path: Path = GLOSSARY) -> list[tuple[str, str, str]]:
-    """Rows (中文, pinyin, term) of the 中文 → English table."""
+def chinese_table_rows(path: Path = GLOSSARY) -> list[tuple[str, str, str, str]]:
+    """Rows (中文, pinyin, English, term) of the 中文 → English table: the
+    English the row shows (``{term}`post-LN <pre-LN>``` shows post-LN) and
+    the entry it links to."""
     text = path.read_text(encoding="utf-8").split("(glossary-zh)=", 1)[1]
     rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) == 3 and re.search(f"[{CJK}]", cells[0]) and cells[1] != "pinyin":
             m = TERM_ROLE.search(cells[2])
-            target = m.group(1) if m else cells[2]
-            target = re.sub(r".*<(.*)>", r"\1", target)
-            rows.append((cells[0], cells[1], target))
+            role = m.group(1) if m else cells[2]
+            labelled = re.fullmatch(r"(.*?)\s*<(.*)>", role)
+            label, target = labelled.groups() if labelled else (role, role)
+            rows.append((cells[0], cells[1], label, target))
     return rows
+
+
+def chinese_table(path: Path = GLOSSARY) -> list[tuple[str, str, str]]:
+    """Rows (中文, pinyin, term) of the 中文 → English table."""
+    return [(zh, pinyin, term) for zh, pinyin, _, term in chinese_table_rows(path)]
+
+
+def english_context(entry: Entry, zh: str) -> str | None:
+    """Where `entry` gives the English of its Chinese term `zh`: None when
+    `zh` names the entry itself (its first Chinese term, or another name the
+    definition introduces with "say" or "call": the d2l notes say **掩蔽**);
+    otherwise the definition's words just before ``**zh**``, emphasis
+    removed, which end with the English that `zh` translates
+    ("A non-volitional cue" before **非自主性提示**)."""
+    if zh == entry.chinese[0][0]:
+        return None
+    before = entry.definition[:entry.definition.index(f"**{zh}**")]
+    before = re.sub(r"(?<!\*)\*(?!\*)", "", before).rstrip(" (,")
+    if re.search(r"\b(?:say|says|call|calls)$", before):
+        return None
+    return " ".join(before.split())
 
 
 def pinyin_key(pinyin: str) -> str:

@@ -1,4 +1,6 @@
-"""Sphinx extension: what the Chinese edition (a gettext translation) needs.
+"""Sphinx extension: what the Chinese edition (a gettext translation) needs; the
+interface around the prose (theme strings, solution titles, citations, the
+search query) is tools/sphinx/i18n_ui.py's, which this extension loads.
 
 Only prose and the figures' alt text are translated
 (locales/zh_CN/LC_MESSAGES/*.po); code, outputs, glued numbers and figures
@@ -34,7 +36,8 @@ come from the same executed notebooks. Seven pieces, each a few lines:
    user dictionary made from the glossary's Chinese terms (every
    ``**中文**`` of glossary.md) is given to jieba (``html_search_options``),
    and the Chinese search language below keeps one-character words that
-   the dictionary lists.
+   the dictionary lists. Its query splitter segments a query against the
+   index's terms in the browser (tools/sphinx/i18n_ui.py, piece 5).
 5. Figure alt text. A figure is a cell output (image/png beside text/plain);
    its alt text comes from the cell's metadata (``mystnb.image.alt``) and is
    on the image node from the start, so Sphinx's ``Locale`` transform
@@ -223,8 +226,11 @@ def register_search_language() -> None:
     from sphinx import search
     from sphinx.search.zh import SearchChinese
 
+    from tools.sphinx.i18n_ui import SPLITTER
+
     class _BookSearchChinese(SearchChinese):
         single_characters: set[str] = set()
+        js_splitter_code = SPLITTER     # queries segmented against the index's terms
 
         def word_filter(self, stemmed_word: str) -> bool:
             return len(stemmed_word) > 1 or stemmed_word in self.single_characters
@@ -264,26 +270,6 @@ def adopt_translated_nodes(app, doctree: nodes.document) -> None:
             del doctree.ids[name]
 
 
-# --- theme strings -------------------------------------------------------------
-
-def _theme_catalogue_overrides(app, config) -> None:
-    """Put the project's booktheme.po (compiled by Sphinx to booktheme.mo at
-    start-up) in front of sphinx-book-theme's own zh_CN catalogue."""
-    import gettext
-
-    from sphinx import locale
-    if not config.language or config.language == "en":
-        return
-    key = ("general", "booktheme")
-    for folder in config.locale_dirs:
-        mo = Path(app.srcdir, folder, config.language, "LC_MESSAGES", "booktheme.mo")
-        if mo.is_file() and key in locale.translators:
-            with mo.open("rb") as f:
-                ours = gettext.GNUTranslations(f)
-            ours.add_fallback(locale.translators[key])
-            locale.translators[key] = ours
-
-
 # --- 6. the language switch ---------------------------------------------------
 
 def add_language_switch(app, pagename, templatename, context, doctree) -> None:
@@ -298,10 +284,10 @@ def add_language_switch(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
+    app.setup_extension("tools.sphinx.i18n_ui")    # the interface around the prose
     patch_myst_nb_parser()
     register_search_language()
     app.connect("config-inited", _search_dictionary)
-    app.connect("config-inited", _theme_catalogue_overrides)
     app.connect("config-inited", _extract_figures)
     app.add_transform(TranslateTocCaptions)
     app.add_transform(KeepAutodocUntranslated)
