@@ -39,7 +39,7 @@ WORDS = {
 }
 ADJECTIVES = ("big", "small", "red")
 PAD, BOS, END, THAT = "<pad>", "<bos>", ".", "that"
-#: Every token: padding is id 0, the start of a sentence id 1.
+#: Every token, padding (id 0) and the start of a sentence (id 1) first.
 VOCAB = (PAD, BOS, END, THAT, *ADJECTIVES,
          *dict.fromkeys(w for pair in WORDS.values() for words in pair for w in words))
 _ID = {word: i for i, word in enumerate(VOCAB)}

@@ -196,10 +196,11 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
                           "x, or use float64")
     scores = scores.masked_fill(~allowed, float("-inf"))
     empty = ~allowed.any(-1, keepdim=True)                  # queries with no key (padding)
-    if empty.any():                                         # a 0 row, and no NaN in backward
+    some_empty = not allowed.is_meta and bool(empty.any())  # (the meta device has no values)
+    if some_empty:                                          # a 0 row, and no NaN in backward
         scores = scores.masked_fill(empty, 0.0)
     weights = torch.softmax(scores, dim=-1)
-    if empty.any():
+    if some_empty:
         weights = weights.masked_fill(empty, 0.0)
     if weights.dtype != dtype:
         require_no_underflow(weights, allowed, dtype)
@@ -222,7 +223,7 @@ def with_key_mask(allowed: torch.Tensor, key_mask, batch: int) -> torch.Tensor:
         return allowed
     n_k = allowed.shape[-1]
     if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool:
-        raise TypeError(f"key_mask must be a boolean tensor (True = a real token), got "
+        raise TypeError("key_mask must be a boolean tensor (True = a real token), got "
                         + (f"dtype {key_mask.dtype}" if isinstance(key_mask, torch.Tensor)
                            else type(key_mask).__name__))
     if tuple(key_mask.shape) != (batch, n_k):

@@ -92,7 +92,7 @@ def masked_loss(logits: torch.Tensor, targets: torch.Tensor, real: torch.Tensor)
     """
     if not isinstance(logits, torch.Tensor) or not logits.dtype.is_floating_point \
             or logits.dim() != 3:
-        raise TypeError(f"logits must be a float tensor of shape (batch, n, vocab); got "
+        raise TypeError("logits must be a float tensor of shape (batch, n, vocab); got "
                         + (f"dtype {logits.dtype}, shape {tuple(logits.shape)}"
                            if isinstance(logits, torch.Tensor) else type(logits).__name__))
     expected = tuple(logits.shape[:2])
@@ -245,6 +245,11 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
         raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got "
                          f"{temperature!r}")
     idx, real = pad(prompts, side="left")                            # (batch, n)
+    max_len = getattr(model, "max_len", None)
+    if max_len is not None and idx.shape[1] + n_new - 1 > max_len:
+        raise ValueError(f"the longest prompt (n = {idx.shape[1]} tokens) and n_new - 1 = "
+                         f"{n_new - 1} more tokens in the cache exceed the model's max_len = "
+                         f"{max_len}; shorten the prompts or n_new")
     cache = [KVCache() for _ in model.blocks]
     generator = torch.Generator().manual_seed(seed)
     new = []
