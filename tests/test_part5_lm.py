@@ -110,6 +110,9 @@ def test_ch15_exercise_answers():
         torch.testing.assert_close(cooled, p ** (1 / T) / (p ** (1 / T)).sum())
         assert cooled[0] == cooled[1]
     assert glued_float(CH15, "distinct_025_pct") > 30
+    ratio = glued_float(CH15, "noun_ratio")
+    assert 1 <= ratio < 2 and glued_float(CH15, "noun_ratio_4") == pytest.approx(ratio ** 4)
+    assert 0.03 < glued_float(CH15, "noun_least") < 0.25
     # 3. RoPE: moving every position by the same number of pads changes no score
     rng = np.random.default_rng(0)
     q, k = rng.normal(size=(2, 5, 8))
