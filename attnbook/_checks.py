@@ -132,6 +132,14 @@ def finite_number(x, name: str) -> float:
     return x
 
 
+def probability_in(p, name: str) -> float:
+    """Return `p` as a float if it is a real number in [0, 1], else raise naming `name`."""
+    p = _real_scalar(p, name, "a probability in [0, 1]")
+    if not 0 <= p <= 1:
+        raise ValueError(f"{name} must be a probability in [0, 1], got {p}")
+    return p
+
+
 def generator(rng, name: str = "rng") -> np.random.Generator:
     """Return `rng` if it is a numpy Generator, else raise TypeError naming `name`."""
     if not isinstance(rng, np.random.Generator):

@@ -122,7 +122,8 @@ class CausalSelfAttention(nn.Module):
         self.dropout = nn.Dropout(dropout)
         register_causal_mask(self, max_len)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                key_mask: torch.Tensor | None = None):
         """Attend causally over x (and the cached tokens, if a cache is given).
 
         Parameters
@@ -130,6 +131,9 @@ class CausalSelfAttention(nn.Module):
         x : torch.Tensor, shape (batch, n, d_model)
         cache : KVCache, optional
             Appended to in place; its tokens come before x's.
+        key_mask : torch.Tensor of bool, shape (batch, n_past + n), optional
+            False for padding: no query attends to that key (chapter 15's
+            left padding). A query with no key left gets zero weights.
 
         Returns
         -------
@@ -157,6 +161,7 @@ class CausalSelfAttention(nn.Module):
         n_k = k.shape[-2]                                       # n_past + n
         # query i sits at position n_past + i and may see keys 0..n_past + i
         allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
+        allowed = with_key_mask(allowed, key_mask, batch)       # (n, n_k) or (batch, 1, n, n_k)
         heads, weights = causal_heads(q, k, v, allowed, x.dtype, self.dropout)
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
         output = self.proj(merged)                              # (batch, n, d_model)
@@ -174,7 +179,8 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
     ----------
     q : torch.Tensor, shape (batch, h, n, d_head)
     k, v : torch.Tensor, shape (batch, h, n_k, d_head)
-    allowed : torch.Tensor of bool, shape (n, n_k)
+    allowed : torch.Tensor of bool, shape (n, n_k) or (batch, 1, n, n_k)
+        A query with no allowed key gets zero weights (chapter 9's rule).
     dtype : torch.dtype
         The dtype of the results.
     dropout : torch.nn.Module, optional
@@ -188,7 +194,14 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
     scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(q.shape[-1])
     require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
                           "x, or use float64")
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    empty = ~allowed.any(-1, keepdim=True)                  # queries with no key (padding)
+    some_empty = not allowed.is_meta and bool(empty.any())  # (the meta device has no values)
+    if some_empty:                                          # a 0 row, and no NaN in backward
+        scores = scores.masked_fill(empty, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    if some_empty:
+        weights = weights.masked_fill(empty, 0.0)
     if weights.dtype != dtype:
         require_no_underflow(weights, allowed, dtype)
     if dropout is not None:
@@ -201,6 +214,22 @@ def register_causal_mask(module: nn.Module, max_len: int) -> None:
     = may attend (query i sees keys 0 to i); it is not saved in the state dict."""
     module.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
                            persistent=False)
+
+
+def with_key_mask(allowed: torch.Tensor, key_mask, batch: int) -> torch.Tensor:
+    """The causal `allowed` (n, n_k) combined with a per-row `key_mask` (batch, n_k),
+    True = a real token, as (batch, 1, n, n_k); `allowed` itself without one."""
+    if key_mask is None:
+        return allowed
+    n_k = allowed.shape[-1]
+    if not isinstance(key_mask, torch.Tensor) or key_mask.dtype != torch.bool:
+        raise TypeError("key_mask must be a boolean tensor (True = a real token), got "
+                        + (f"dtype {key_mask.dtype}" if isinstance(key_mask, torch.Tensor)
+                           else type(key_mask).__name__))
+    if tuple(key_mask.shape) != (batch, n_k):
+        raise ValueError(f"key_mask must have shape (batch, n_past + n) = ({batch}, {n_k}), "
+                         f"one entry per key; got {tuple(key_mask.shape)}")
+    return allowed & key_mask[:, None, None, :]                 # (batch, 1, n, n_k)
 
 
 def cached_length(mask: torch.Tensor, cache: KVCache | None, n: int) -> int:

@@ -313,10 +313,11 @@ def _as_tensors(arrays, name: str) -> tuple[torch.Tensor, ...]:
     return out
 
 
-class _Adam:
+class Adam:
     """Adam (Kingma & Ba 2015), the same arithmetic as torch.optim.Adam with
     its defaults, written out: torch.optim's first use imports torch's
-    compiler, which costs seconds that a notebook should not spend."""
+    compiler, which costs seconds that a notebook should not spend. Public
+    because chapter 15's `attnbook.lm.train` steps with it too."""
 
     def __init__(self, params: list, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
         self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
@@ -383,7 +384,7 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     y = check_target(model, xs, target)
     probe = None if probe is None else _as_tensors(row_tensors(probe, "probe"), "probe")
     generator = torch.Generator().manual_seed(seed)
-    adam = _Adam(list(model.parameters()), float(lr))
+    adam = Adam(list(model.parameters()), float(lr))
     losses, marks, shots = np.zeros(steps), [], []
     threads = torch.get_num_threads()
     torch.set_num_threads(1)            # one summation order: the same bits on every run here

@@ -26,6 +26,7 @@ from .layer import (
     cached_length,
     causal_heads,
     register_causal_mask,
+    with_key_mask,
 )
 
 __all__ = ["GroupedQueryAttention", "Block", "TinyGPT"]
@@ -102,7 +103,8 @@ class GroupedQueryAttention(nn.Module):
         self.proj = nn.Linear(d_model, d_model, bias=bias)
         register_causal_mask(self, max_len)
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                key_mask: torch.Tensor | None = None):
         """Attend causally over x (and the cached tokens, if a cache is given).
 
         Query head i reads key-value head ``i // (n_heads // n_kv_heads)``.
@@ -113,6 +115,8 @@ class GroupedQueryAttention(nn.Module):
         cache : KVCache, optional
             Appended to in place with keys and values of shape
             (batch, n_kv_heads, n, d_head).
+        key_mask : torch.Tensor of bool, shape (batch, n_past + n), optional
+            False for padding keys, as in `attnbook.layer.CausalSelfAttention`.
 
         Returns
         -------
@@ -134,6 +138,7 @@ class GroupedQueryAttention(nn.Module):
         v = v.repeat_interleave(h // g, dim=1)                    # (batch, h, n_k, d_head)
         n_k = k.shape[-2]
         allowed = self.mask[n_past:n_k, :n_k]                     # (n, n_k)
+        allowed = with_key_mask(allowed, key_mask, batch)         # (batch, 1, n, n_k) if masked
         heads, weights = causal_heads(q, k, v, allowed, x.dtype)  # chapter 12's core
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
         output = self.proj(merged)                                # (batch, n, d_model)
@@ -194,13 +199,14 @@ class Block(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
                                  nn.Linear(4 * d_model, d_model))
 
-    def writes(self, x: torch.Tensor, cache: KVCache | None = None):
+    def writes(self, x: torch.Tensor, cache: KVCache | None = None,
+               key_mask: torch.Tensor | None = None):
         """What a pre-LN block adds to the residual stream: x + a + m is its output.
 
         Parameters
         ----------
         x : torch.Tensor, shape (batch, n, d_model)
-        cache : KVCache, optional
+        cache, key_mask : optional
             As in `forward`.
 
         Returns
@@ -221,11 +227,12 @@ class Block(nn.Module):
                              "normalises after each addition, so its output is not x plus "
                              "what the sublayers add")
         x = _check_x(x, self.d_model, self.ln1.weight)
-        a, weights = self.attn(self.ln1(x), cache)                # (batch, n, d_model)
+        a, weights = self.attn(self.ln1(x), cache, key_mask)      # (batch, n, d_model)
         m = self.mlp(self.ln2(x + a))                             # (batch, n, d_model)
         return a, m, weights
 
-    def forward(self, x: torch.Tensor, cache: KVCache | None = None):
+    def forward(self, x: torch.Tensor, cache: KVCache | None = None,
+                key_mask: torch.Tensor | None = None):
         """Run the block.
 
         Parameters
@@ -233,6 +240,8 @@ class Block(nn.Module):
         x : torch.Tensor, shape (batch, n, d_model)
         cache : KVCache, optional
             Passed to the attention layer (generation one token at a time).
+        key_mask : torch.Tensor of bool, shape (batch, n_past + n), optional
+            False for padding keys, which no query attends to (chapter 15).
 
         Returns
         -------
@@ -240,10 +249,10 @@ class Block(nn.Module):
         weights : torch.Tensor, shape (batch, n_heads, n, n_k)
         """
         if self.pre_ln:
-            a, m, weights = self.writes(x, cache)
+            a, m, weights = self.writes(x, cache, key_mask)
             return x + a + m, weights
         x = _check_x(x, self.d_model, self.ln1.weight)
-        a, weights = self.attn(x, cache)
+        a, weights = self.attn(x, cache, key_mask)
         x = self.ln1(x + a)                                       # (batch, n, d_model)
         return self.ln2(x + self.mlp(x)), weights
 
@@ -306,7 +315,8 @@ class TinyGPT(nn.Module):
                 if isinstance(module, nn.Linear) and module.bias is not None:
                     module.bias.zero_()
 
-    def _embed(self, idx) -> torch.Tensor:
+    def _embed(self, idx, cache=None, real=None) -> torch.Tensor:
+        """Token plus position embeddings, (batch, n, d_model), with the checks."""
         if not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point \
                 or idx.dtype == torch.bool or idx.is_complex():
             raise TypeError(f"idx must be a tensor of integer token ids, got "
@@ -316,14 +326,46 @@ class TinyGPT(nn.Module):
         if idx.dim() != 2 or idx.shape[1] == 0:
             raise ValueError(f"idx must have shape (batch, n) with n >= 1; got "
                              f"{tuple(idx.shape)}")
-        if idx.shape[1] > self.max_len:
-            raise ValueError(f"idx has n = {idx.shape[1]} tokens, more than max_len = "
-                             f"{self.max_len}, the positions the model has embeddings for")
+        n_past = self._cached(cache)
+        n_all = n_past + idx.shape[1]
+        if n_all > self.max_len:
+            raise ValueError(f"idx has n = {idx.shape[1]} tokens"
+                             + (f" after n_past = {n_past} cached ones" if n_past else "")
+                             + f", more than max_len = {self.max_len}, the positions the "
+                             f"model has embeddings for")
         if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab):
             raise ValueError(f"idx must hold token ids in [0, vocab) = [0, {self.vocab}); "
                              f"got ids from {idx.min().item()} to {idx.max().item()}")
-        positions = torch.arange(idx.shape[1], device=idx.device)  # (n,)
+        if real is None:
+            positions = torch.arange(n_past, n_all, device=idx.device)  # (n,)
+        else:
+            if not isinstance(real, torch.Tensor) or real.dtype != torch.bool:
+                raise TypeError("real must be a boolean tensor (True = a real token, False "
+                                "= padding), got " + (f"dtype {real.dtype}" if isinstance(
+                                    real, torch.Tensor) else type(real).__name__))
+            if tuple(real.shape) != (idx.shape[0], n_all):
+                raise ValueError(f"real must have shape (batch, n_past + n) = "
+                                 f"({idx.shape[0]}, {n_all}), one entry per cached and new "
+                                 f"token; got {tuple(real.shape)}")
+            # a token's position counts the real tokens before it: padding takes none
+            positions = (real.long().cumsum(1) - 1).clamp(min=0)[:, n_past:]  # (batch, n)
         return self.tok_emb(idx) + self.pos_emb(positions)         # (batch, n, d_model)
+
+    def _cached(self, cache) -> int:
+        """n_past of a checked cache: None, or one KVCache per block, all equally long."""
+        if cache is None:
+            return 0
+        if not isinstance(cache, (list, tuple)) or len(cache) != len(self.blocks) \
+                or not all(isinstance(c, KVCache) for c in cache):
+            raise TypeError(f"cache must be a list of n_layers = {len(self.blocks)} KVCache "
+                            f"objects, one per block; got {type(cache).__name__}"
+                            + (f" of length {len(cache)}" if isinstance(cache, (list, tuple))
+                               else ""))
+        lengths = {len(c) for c in cache}
+        if len(lengths) > 1:
+            raise ValueError(f"every block's KVCache must hold the same tokens; got lengths "
+                             f"{[len(c) for c in cache]}")
+        return lengths.pop()
 
     def stream(self, idx: torch.Tensor) -> torch.Tensor:
         """The residual stream as a sum: the embedding and what each sublayer adds.
@@ -358,23 +400,34 @@ class TinyGPT(nn.Module):
             x = x + a + m
         return torch.stack(terms)                                  # (2 L + 1, batch, n, d_model)
 
-    def forward(self, idx: torch.Tensor):
+    def forward(self, idx: torch.Tensor, cache: list[KVCache] | None = None,
+                real: torch.Tensor | None = None):
         """Scores for the next token at every position.
 
         Parameters
         ----------
         idx : torch.Tensor of int, shape (batch, n)
-            Token ids in [0, vocab); n is at most max_len.
+            Token ids in [0, vocab); n_past + n is at most max_len.
+        cache : list of KVCache, optional
+            One per block, for generating a token at a time
+            (:doc:`/chapters/15_tiny_language_model`, chapter 15): they hold
+            the n_past tokens before idx and are appended to.
+        real : torch.Tensor of bool, shape (batch, n_past + n), optional
+            True for a real token, False for padding, over the cached tokens
+            and idx. No query attends to padding, and a token's position
+            counts only the real tokens before it,
+            ``real.cumsum(1) - 1``, so padding at the start of a row (left
+            padding) moves no position. Default: every token is real.
 
         Returns
         -------
         logits : torch.Tensor, shape (batch, n, vocab)
-        weights : list of torch.Tensor, each of shape (batch, n_heads, n, n)
+        weights : list of torch.Tensor, each of shape (batch, n_heads, n, n_past + n)
             One per block.
         """
-        x = self._embed(idx)                                       # (batch, n, d_model)
+        x = self._embed(idx, cache, real)                          # (batch, n, d_model)
         weights = []
-        for block in self.blocks:
-            x, w = block(x)
+        for layer, block in enumerate(self.blocks):
+            x, w = block(x, None if cache is None else cache[layer], real)
             weights.append(w)
         return self.head(self.ln_f(x)), weights                    # (batch, n, vocab)

@@ -36,6 +36,11 @@ def plotted_data(kind, e):
     if kind == "rope":
         return [np.asarray(axes[0].lines[0].get_xdata(), dtype=float).copy(),
                 *[np.asarray(line.get_ydata()).copy() for line in axes[1].lines]]
+    if kind == "heads":
+        frames = [p for ax in axes for p in ax.patches]
+        main = next(ax for ax in axes if ax.images and len(ax.get_xticks()))
+        return [np.asarray(main.images[0].get_array()).copy(),
+                np.array([f.get_visible() for f in frames])]
     if kind == "training":
         return [np.asarray(axes[0].images[0].get_array()).copy(),
                 *[np.asarray(line.get_xdata(), dtype=float).copy() for line in axes[1].lines]]
@@ -263,6 +268,39 @@ def test_training_explorer_inputs_are_checked():
         ex.explore_training([0, 1], w, [[1.0, 0.5]])
     with pytest.raises(TypeError, match="steps"):
         ex.explore_training(None, w, [1.0, 0.5])
+
+
+def test_heads_explorer_shows_each_head_of_each_layer_and_frames_its_small_map():
+    rng = np.random.default_rng(2)
+    weights = rng.dirichlet(np.ones(4), size=(3, 2, 4))             # (layers, heads, n, n)
+    tokens = ["<bos>", "a", "cat", "runs"]
+    e = ex.explore_heads(weights, tokens, index=3)
+    assert e.labels == ["1, 1", "1, 2", "2, 1", "2, 2", "3, 1", "3, 2"]
+    assert e.value == (1, 1)
+    small = [ax for ax in e.figure.axes if ax.images and not ax.get_xticks().size]
+    assert len(small) == 6
+    for i, (layer, head) in enumerate(e.values):
+        e.show(i)
+        big = next(ax for ax in e.figure.axes if ax.get_title() == f"layer {layer + 1}, "
+                   f"head {head + 1}" and ax.get_xticks().size)
+        np.testing.assert_array_equal(big.images[0].get_array(), weights[layer, head])
+        np.testing.assert_array_equal(small[i].images[0].get_array(), weights[layer, head])
+        shown = [ax for ax in small if ax.patches[0].get_visible()]
+        assert shown == [small[i]], "exactly the selected head's small map is framed"
+        best = weights[layer, head].argmax(1)
+        assert f"cat → {tokens[best[2]]} {weights[layer, head, 2, best[2]]:.2f}" in e.frame_alt()
+
+
+def test_heads_explorer_inputs_are_checked():
+    w = np.full((1, 2, 3, 3), 1 / 3)
+    with pytest.raises(ValueError, match=r"weights must have shape \(n_layers, n_heads, n, n\)"):
+        ex.explore_heads(w[0], ["a", "b", "c"])
+    with pytest.raises(ValueError, match=r"square.*\(1, 2, 3, 2\)"):
+        ex.explore_heads(w[..., :2], ["a", "b", "c"])
+    with pytest.raises(ValueError, match="tokens must have one label for each of the 3"):
+        ex.explore_heads(w, ["a", "b"])
+    with pytest.raises(ValueError, match="index"):
+        ex.explore_heads(w, ["a", "b", "c"], index=2)
 
 
 def text_outside_the_figure(fig) -> list[str]:

@@ -33,13 +33,14 @@ SETUPS = {
                     "OPENBLAS_NUM_THREADS": "2"},
 }
 
-#: Chapter 13's `seed = 0` line, which seeds both models and their batches.
+#: Chapters 13's and 15's `seed = 0` line, which seeds their models, batches (and
+#: chapter 15's samples).
 SEED_LINE = re.compile(r"^seed = 0\b.*$", re.M)
 
 
 def with_seed(nb: nbformat.NotebookNode, seed: int) -> nbformat.NotebookNode:
     cells = [c for c in nb.cells if c.cell_type == "code" and SEED_LINE.search(c.source)]
-    assert len(cells) == 1, "chapter 13 must set `seed = 0` in exactly one code cell"
+    assert len(cells) == 1, "the chapter must set `seed = 0` in exactly one code cell"
     cells[0].source = SEED_LINE.sub(f"seed = {seed}", cells[0].source)
     return nb
 
@@ -75,8 +76,18 @@ def test_chapter_8_training_claims_hold_on_other_machines(setup):
     execute("08_kernel_regression", setup)
 
 
-def test_the_seed_line_is_found_and_replaced():
-    nb = nbformat.read(ROOT / "chapters" / "13_attention_that_learns.ipynb", as_version=4)
+@pytest.mark.slow
+@pytest.mark.parametrize("setup, seed", CASES, ids=[f"{a}-seed{b}" for a, b in CASES])
+def test_chapter_15_claims_hold_on_other_machines_and_seeds(setup, seed):
+    """Chapter 15 trains a language model: its grammatical fractions, the loss
+    just above the language's entropy, agreement across attractors, the best
+    head's weight, and batched generation equal to generation alone."""
+    execute("15_tiny_language_model", setup, seed)
+
+
+@pytest.mark.parametrize("name", ["13_attention_that_learns", "15_tiny_language_model"])
+def test_the_seed_line_is_found_and_replaced(name):
+    nb = nbformat.read(ROOT / "chapters" / f"{name}.ipynb", as_version=4)
     changed = with_seed(nb, 7)
     assert any(c.source.startswith("seed = 7") or "\nseed = 7" in c.source
                for c in changed.cells if c.cell_type == "code")

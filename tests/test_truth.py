@@ -144,6 +144,8 @@ CHECKED_ELSEWHERE = {
     ("06_many_queries", "with most weight on English"): "not data: asks the reader to choose",
     ("09_scoring_and_masks", "dot products are much faster in practice"):
         "not data: the Transformer paper's report, cited there",
+    ("15_tiny_language_model", "counts more than a token of a long one"):
+        "not data: algebra, a token's weight is one over its sentence's length",
 }
 
 
@@ -289,6 +291,8 @@ TYPED_ON_PURPOSE = {
     ("09_scoring_and_masks", "3e-4"): "the comment of a solution's code; "
     "test_part3.py::test_ch9_exercise_float16_mask_solution",
     ("11_positions", "6.28"): "a constant: 2π",
+    **{("15_tiny_language_model", n): "input: a sampling temperature the chapter chooses"
+       for n in ("0.25", "0.5", "1.5")},
 }
 
 

@@ -44,6 +44,13 @@ def steady_ticks(target, smallest_top: float, nbins: int = 4) -> None:
         target.set_major_formatter(formatter)
 
 
+def _script_json(strings: list[str]) -> str:
+    """JSON for a <script> element, whose text the browser does not unescape: an
+    "&lt;" there would reach JSON.parse as is, so "<" is written "\\u003c"
+    instead (which also keeps a "</script>" in a label from closing the element)."""
+    return json.dumps(strings).replace("<", "\\u003c")
+
+
 class Explorer:
     """One figure, one parameter, a list of values to slide over.
 
@@ -314,8 +321,8 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
 <output for="{uid}-r" id="{uid}-o" aria-live="polite">{html.escape(labels[self.index])}</output></div>
 <img id="{uid}-i" src="{uris[self.index]}" alt="{alt}">
 <script type="application/json" id="{uid}-f">{json.dumps(uris)}</script>
-<script type="application/json" id="{uid}-l">{html.escape(json.dumps(labels), quote=False)}</script>
-<script type="application/json" id="{uid}-a">{html.escape(json.dumps(alts), quote=False)}</script>
+<script type="application/json" id="{uid}-l">{_script_json(labels)}</script>
+<script type="application/json" id="{uid}-a">{_script_json(alts)}</script>
 <script>(function () {{
   var id = "{uid}", r = document.getElementById(id + "-r"), o = document.getElementById(id + "-o"),
       im = document.getElementById(id + "-i"),

@@ -1,0 +1,268 @@
+"""Training a language model and sampling from it (chapter 15), in torch.
+
+Around chapter 14's `attnbook.transformer.TinyGPT`: `pad` lays sequences of
+different lengths into one tensor, padding on the right (for training) or on
+the left (for generation), and returns the boolean mask ``real`` of the
+tokens that are not padding; `masked_loss` averages the cross-entropy over
+the real targets only; `train` fits a model to a list of token-id sequences;
+`last_logits` scores the token after each prompt of a batch; `generate`
+continues a batch of prompts a token at a time, with one `KVCache` per block,
+left padding and positions that the padding does not move. Training runs on
+one CPU thread with a seeded torch.Generator, as chapter 13's
+`attnbook.learn.train` does, and steps with its `attnbook.learn.Adam`.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+from torch import nn
+
+from ._checks import integer_at_least, positive_int
+from .layer import KVCache
+from .learn import Adam
+
+__all__ = ["pad", "masked_loss", "train", "last_logits", "generate"]
+
+
+def pad(seqs, side: str = "right", pad_id: int = 0):
+    """Sequences of different lengths as one tensor, padded on one side.
+
+    Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
+
+    Parameters
+    ----------
+    seqs : sequence of sequences of int
+        Token ids; each sequence holds at least one.
+    side : {"right", "left"}, default "right"
+        Where the padding goes: after each sequence (training) or before it
+        (generation, so that every sequence ends in the last column).
+    pad_id : int, default 0
+        The id written into the padding.
+
+    Returns
+    -------
+    idx : torch.Tensor of int64, shape (batch, n)
+        n is the length of the longest sequence.
+    real : torch.Tensor of bool, shape (batch, n)
+        True on the tokens of `seqs`, False on the padding.
+    """
+    if side not in ("right", "left"):
+        raise ValueError(f"side must be 'right' or 'left', got {side!r}")
+    pad_id = integer_at_least(pad_id, "pad_id", 0)
+    if isinstance(seqs, (str, bytes, torch.Tensor)) or not hasattr(seqs, "__len__") \
+            or not len(seqs):
+        raise TypeError(f"seqs must be a non-empty list of token-id sequences, got "
+                        f"{type(seqs).__name__}")
+    rows = []
+    for i, s in enumerate(seqs):
+        a = np.asarray(s)
+        if a.ndim != 1 or a.size == 0 or a.dtype.kind not in "iu":
+            raise ValueError(f"seqs[{i}] must be a non-empty sequence of integer token ids, "
+                             f"shape (n,); got dtype {a.dtype}, shape {a.shape}")
+        rows.append(a)
+    n = max(len(a) for a in rows)
+    idx = np.full((len(rows), n), pad_id, dtype=np.int64)            # (batch, n)
+    real = np.zeros((len(rows), n), dtype=bool)                      # (batch, n)
+    for i, a in enumerate(rows):
+        cols = slice(0, len(a)) if side == "right" else slice(n - len(a), n)
+        idx[i, cols], real[i, cols] = a, True
+    return torch.from_numpy(idx), torch.from_numpy(real)
+
+
+def masked_loss(logits: torch.Tensor, targets: torch.Tensor, real: torch.Tensor):
+    """Cross-entropy averaged over the real targets; padding contributes nothing.
+
+    Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
+
+    Parameters
+    ----------
+    logits : torch.Tensor, shape (batch, n, vocab)
+    targets : torch.Tensor of int, shape (batch, n)
+        The token that follows each position.
+    real : torch.Tensor of bool, shape (batch, n)
+        True where the target is a real token, False where it is padding.
+
+    Returns
+    -------
+    torch.Tensor, shape ()
+        The mean of ``-log softmax(logits)[target]`` over the real targets.
+    """
+    if not isinstance(logits, torch.Tensor) or not logits.dtype.is_floating_point \
+            or logits.dim() != 3:
+        raise TypeError("logits must be a float tensor of shape (batch, n, vocab); got "
+                        + (f"dtype {logits.dtype}, shape {tuple(logits.shape)}"
+                           if isinstance(logits, torch.Tensor) else type(logits).__name__))
+    expected = tuple(logits.shape[:2])
+    for name, t, ok in (("targets", targets, lambda t: not t.dtype.is_floating_point
+                         and t.dtype != torch.bool),
+                        ("real", real, lambda t: t.dtype == torch.bool)):
+        if not isinstance(t, torch.Tensor) or not ok(t):
+            raise TypeError(f"{name} must be a tensor of "
+                            + ("integer ids" if name == "targets" else "bools")
+                            + f", got {t.dtype if isinstance(t, torch.Tensor) else type(t)}")
+        if tuple(t.shape) != expected:
+            raise ValueError(f"{name} must have shape (batch, n) = {expected} to match "
+                             f"logits {tuple(logits.shape)}; got {tuple(t.shape)}")
+    if not real.any():
+        raise ValueError("real must mark at least one target as real; the mean over no "
+                         "targets is undefined")
+    return nn.functional.cross_entropy(logits[real], targets[real])   # over (n_real, vocab)
+
+
+def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
+          lr: float = 3e-3, seed: int = 0) -> np.ndarray:
+    """Train a language model in place to predict each next token of `seqs`.
+
+    Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
+
+    Each step draws batch_size sequences with a torch.Generator seeded with
+    `seed`, pads them on the right, and takes one Adam step on
+    `masked_loss` of predicting tokens 1 to n from tokens 0 to n - 1. It
+    runs on one CPU thread, as `attnbook.learn.train` does.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Called as ``model(idx)`` and returning (logits, weights), such as
+        `attnbook.transformer.TinyGPT`.
+    seqs : sequence of sequences of int
+        Training sequences of token ids, each at least two long.
+    steps : int, default 300
+    batch_size : int, default 32
+    lr : float, default 3e-3
+        Adam's step size, > 0.
+    seed : int, default 0
+
+    Returns
+    -------
+    losses : ndarray, shape (n_steps,)
+        The training loss at each step.
+    """
+    steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
+    seed = integer_at_least(seed, "seed", 0)
+    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    idx, real = pad(seqs)                                           # (n_sequences, n)
+    if real.sum(1).min() < 2:
+        raise ValueError("every sequence in seqs must hold at least two tokens (an input "
+                         "and the token that follows it)")
+    generator = torch.Generator().manual_seed(seed)
+    adam = Adam(list(model.parameters()), float(lr))
+    losses = np.zeros(steps)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)            # one summation order: the same bits on every run here
+    try:
+        model.train()
+        for step in range(steps):
+            rows = torch.randint(len(idx), (batch_size,), generator=generator)
+            n = int(real[rows].sum(1).max())                         # the batch's longest
+            x, r = idx[rows, :n], real[rows, :n]                     # (batch_size, n)
+            logits, _ = model(x[:, :-1])                             # (batch_size, n - 1, vocab)
+            loss = masked_loss(logits, x[:, 1:], r[:, 1:])
+            model.zero_grad()
+            loss.backward()
+            adam.step()
+            losses[step] = loss.item()
+    finally:
+        torch.set_num_threads(threads)
+        model.eval()
+    return losses
+
+
+def last_logits(model: nn.Module, prompts) -> torch.Tensor:
+    """The model's scores for the token after each prompt, prompts padded on the left.
+
+    Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Called as ``model(idx, real=real)``, such as
+        `attnbook.transformer.TinyGPT`.
+    prompts : sequence of sequences of int
+        Token ids, at least one per prompt.
+
+    Returns
+    -------
+    torch.Tensor, shape (batch, vocab)
+    """
+    idx, real = pad(prompts, side="left")                            # (batch, n)
+    with torch.no_grad():
+        logits, _ = model(idx, real=real)                            # (batch, n, vocab)
+    return logits[:, -1]
+
+
+def _choose(logits: torch.Tensor, temperature: float, generator) -> torch.Tensor:
+    """One token id per row: the largest score at temperature 0, else a sample
+    from softmax(logits / temperature)."""
+    if temperature == 0:
+        return logits.argmax(-1)                                     # (batch,)
+    probs = torch.softmax(logits.double() / temperature, dim=-1)     # (batch, vocab)
+    return torch.multinomial(probs, 1, generator=generator)[:, 0]    # (batch,)
+
+
+def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
+             seed: int = 0) -> torch.Tensor:
+    """Continue every prompt by n_new tokens, all in one batch, with a KV cache.
+
+    Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
+
+    The prompts are padded on the left, so each ends in the last column and
+    the new tokens of every row go in one new column. The first call runs
+    the padded prompts; each later call runs only the newest token against
+    one `attnbook.layer.KVCache` per block. The mask ``real`` tells the model
+    which tokens are padding: no query attends to them, and positions count
+    only real tokens, so every row is continued as it would be alone.
+
+    Parameters
+    ----------
+    model : attnbook.transformer.TinyGPT
+        Or any module with ``blocks`` called as ``model(idx, cache, real)``.
+    prompts : sequence of sequences of int
+        Token ids, at least one per prompt.
+    n_new : int
+        How many tokens to add to each prompt (longest prompt + n_new must
+        fit the model's max_len).
+    temperature : float, default 1.0
+        Each token is drawn from ``softmax(logits / temperature)``; 0 takes
+        the largest score instead (greedy decoding).
+    seed : int, default 0
+        Seeds the torch.Generator the draws come from.
+
+    Returns
+    -------
+    torch.Tensor of int64, shape (batch, n_new)
+        The new tokens; a row keeps going after END, and
+        `attnbook.language.decode` stops at it.
+    """
+    n_new = positive_int(n_new, "n_new")
+    seed = integer_at_least(seed, "seed", 0)
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
+            or not 0 <= temperature < math.inf:
+        raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got "
+                         f"{temperature!r}")
+    idx, real = pad(prompts, side="left")                            # (batch, n)
+    max_len = getattr(model, "max_len", None)
+    if max_len is not None and idx.shape[1] + n_new - 1 > max_len:
+        raise ValueError(f"the longest prompt (n = {idx.shape[1]} tokens) and n_new - 1 = "
+                         f"{n_new - 1} more tokens in the cache exceed the model's max_len = "
+                         f"{max_len}; shorten the prompts or n_new")
+    cache = [KVCache() for _ in model.blocks]
+    generator = torch.Generator().manual_seed(seed)
+    new = []
+    was = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            tokens = idx
+            for _ in range(n_new):
+                logits, _ = model(tokens, cache, real)               # (batch, n, vocab)
+                tokens = _choose(logits[:, -1], float(temperature), generator)[:, None]
+                new.append(tokens)                                   # (batch, 1)
+                real = torch.cat([real, torch.ones_like(tokens, dtype=torch.bool)], 1)
+    finally:
+        model.train(was)
+    return torch.cat(new, 1)                                         # (batch, n_new)
