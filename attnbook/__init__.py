@@ -2,8 +2,8 @@
 
 The numpy core (`core`, `kernel`, `scoring`, `positions`, `blockwise`) is
 imported here. The other modules (`attnbook.plots`, `attnbook.explorers`,
-`attnbook.nn`, `attnbook.layer`, `attnbook.transformer` and `attnbook.learn`,
-the only four that import torch, and the rest) load on first use, as
+`attnbook.nn`, `attnbook.layer`, `attnbook.transformer`, `attnbook.learn` and
+`attnbook.induction`, the only five that import torch, and the rest) load on first use, as
 `attnbook.<name>` or by an import, so `import attnbook` stays fast and
 torch-free.
 """
@@ -31,8 +31,8 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "additive_scores", "sinusoidal_positions", "rotate", "rotate_half",
            "blockwise_attention"]
 
-_SUBMODULES = {"analysis", "bugs", "examples", "explorers", "glue", "layer", "learn",
-               "multihead", "nn", "plots", "transformer"}
+_SUBMODULES = {"analysis", "bugs", "examples", "explorers", "glue", "induction", "layer",
+               "learn", "multihead", "nn", "plots", "transformer"}
 
 
 def __getattr__(name: str):

@@ -143,7 +143,7 @@ def test_the_written_out_adam_agrees_with_torch_optim_adam():
     ours = torch.nn.Parameter(torch.randn(3, 4, dtype=torch.float64))
     ref = torch.nn.Parameter(ours.detach().clone())
     start = ours.detach().clone()
-    adam, torch_adam = learn._Adam([ours], lr=0.05), torch.optim.Adam([ref], lr=0.05)
+    adam, torch_adam = learn.Adam([ours], lr=0.05), torch.optim.Adam([ref], lr=0.05)
     target = torch.randn(3, 4, dtype=torch.float64)
     for _ in range(25):
         for p in (ours, ref):
