@@ -27,7 +27,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import as_real, generator, integer_at_least, positive_int, require_ndim
+from ._checks import (
+    as_real,
+    generator,
+    integer_at_least,
+    positive_int,
+    require_finite,
+    require_ndim,
+)
 from ._checks_torch import require_finite_result
 from .layer import causal_heads
 from .learn import Adam
@@ -363,6 +370,7 @@ def _weights(weights) -> np.ndarray:
     if w.shape[-1] != w.shape[-2] or w.shape[-1] < 2:
         raise ValueError(f"weights must have shape (batch, n_heads, n, n) with n >= 2, one "
                          f"row and one column per position; got {w.shape}")
+    require_finite(w, "weights")
     return w
 
 

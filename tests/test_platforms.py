@@ -33,13 +33,13 @@ SETUPS = {
                     "OPENBLAS_NUM_THREADS": "2"},
 }
 
-#: Chapter 13's `seed = 0` line, which seeds both models and their batches.
+#: The `seed = 0` line of chapters 13 and 16, which seeds the models and their data.
 SEED_LINE = re.compile(r"^seed = 0\b.*$", re.M)
 
 
 def with_seed(nb: nbformat.NotebookNode, seed: int) -> nbformat.NotebookNode:
     cells = [c for c in nb.cells if c.cell_type == "code" and SEED_LINE.search(c.source)]
-    assert len(cells) == 1, "chapter 13 must set `seed = 0` in exactly one code cell"
+    assert len(cells) == 1, "the chapter must set `seed = 0` in exactly one code cell"
     cells[0].source = SEED_LINE.sub(f"seed = {seed}", cells[0].source)
     return nb
 
@@ -70,13 +70,21 @@ def test_chapter_13_claims_hold_on_other_machines_and_seeds(setup, seed):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("setup, seed", CASES, ids=[f"{a}-seed{b}" for a, b in CASES])
+def test_chapter_16_claims_hold_on_other_machines_and_seeds(setup, seed):
+    """The phase change, the heads the scores pick and the ablation's effect."""
+    execute("16_induction_head", setup, seed)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", [s for s in SETUPS if s != "native"])
 def test_chapter_8_training_claims_hold_on_other_machines(setup):
     execute("08_kernel_regression", setup)
 
 
-def test_the_seed_line_is_found_and_replaced():
-    nb = nbformat.read(ROOT / "chapters" / "13_attention_that_learns.ipynb", as_version=4)
+@pytest.mark.parametrize("name", ["13_attention_that_learns", "16_induction_head"])
+def test_the_seed_line_is_found_and_replaced(name):
+    nb = nbformat.read(ROOT / "chapters" / f"{name}.ipynb", as_version=4)
     changed = with_seed(nb, 7)
     assert any(c.source.startswith("seed = 7") or "\nseed = 7" in c.source
                for c in changed.cells if c.cell_type == "code")

@@ -8,7 +8,7 @@ import numpy as np
 from attnbook import explorers as ex
 from attnbook import toy_regression_data
 
-KINDS = ["dk", "temperature", "attention", "bandwidth", "rope", "training"]
+KINDS = ["dk", "temperature", "attention", "bandwidth", "rope", "training", "induction"]
 
 
 def make(kind):
@@ -26,5 +26,10 @@ def make(kind):
         rng = np.random.default_rng(0)
         weights = rng.dirichlet(np.ones(5), size=(4, 5))          # (4 snapshots, 5, 5)
         return ex.explore_training([0, 10, 20, 30], weights, np.linspace(2.0, 0.1, 31))
+    if kind == "induction":
+        rng = np.random.default_rng(0)
+        weights = rng.dirichlet(np.ones(7), size=(4, 7))          # (4 checkpoints, 7, 7)
+        return ex.explore_induction([0, 10, 20, 30], weights, 4, [0.1, 0.2, 0.6, 0.9],
+                                    [2.5, 2.4, 1.0, 0.3])
     x_train, y_train, x_test, y_test = toy_regression_data(np.random.default_rng(0))
     return ex.explore_bandwidth(x_train, y_train, x_test, y_test)
