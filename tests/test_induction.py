@@ -212,3 +212,37 @@ def test_next_token_losses_are_the_cross_entropy_of_each_next_token():
     logp = torch.log_softmax(logits, -1).numpy()
     expected = -np.take_along_axis(logp, t[:, 1:, None], axis=-1)[..., 0]
     np.testing.assert_allclose(losses, expected, atol=1e-12)
+
+
+# --- the chapter's glued numbers ---------------------------------------------------
+
+CH16 = "16_induction_head"
+
+
+@pytest.mark.slow
+def test_ch16_comparisons_the_prose_makes():
+    from nbrun import glued_float
+
+    def g(key):
+        return glued_float(CH16, key)
+    assert g("drop_around") > g("drop_before")
+    assert g("ind_after") > g("ind_before") and g("prev_after") > g("prev_before")
+    assert g("first_end") > g("ln_vocab") > g("floor_first")
+    assert g("prev_best") > g("prev_second") and g("ind_best") > 0.5
+    assert g("ind_gone") < g("ctrl_ind_low") <= g("ctrl_ind_high")
+    assert g("loss_gone") > g("ctrl_loss_high") >= g("ctrl_loss_low")
+    assert g("second_intact") < g("second_start")
+    assert g("gone_copy") > g("mean_copy") and g("mean_copy") < g("mean_first")
+    assert g("icl_score") == pytest.approx(g("last_token") - g("first_last"))
+    assert g("floor_first") == pytest.approx(np.mean(np.log(24 - np.arange(1, 10))))
+
+
+@pytest.mark.slow
+def test_ch16_exercise_answers():
+    from nbrun import glued_float
+    assert glued_float(CH16, "uniform_score") == pytest.approx(
+        np.mean(1 / np.arange(11, 20)))
+    assert abs(glued_float(CH16, "ind_start") - glued_float(CH16, "uniform_score")) < 0.05
+    assert glued_float(CH16, "no_ind_second") > glued_float(CH16, "second_intact") + 1
+    assert glued_float(CH16, "long_ind") < glued_float(CH16, "ind_best")
+    assert glued_float(CH16, "long_copy") > glued_float(CH16, "mean_copy")

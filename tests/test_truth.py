@@ -289,6 +289,8 @@ TYPED_ON_PURPOSE = {
     ("09_scoring_and_masks", "3e-4"): "the comment of a solution's code; "
     "test_part3.py::test_ch9_exercise_float16_mask_solution",
     ("11_positions", "6.28"): "a constant: 2π",
+    ("16_induction_head", "0.5"): "a threshold the text chooses (an induction score above "
+    "it counts as an induction head); test_induction.py::test_ch16_comparisons_the_prose_makes",
 }
 
 
