@@ -1,22 +1,14 @@
 """The induction head (chapter 16): repeated random tokens, a two-layer
 attention-only model, and the measurements that find its heads.
 
-A sequence is `half` random tokens followed by the same `half` tokens again,
-so its second half can only be predicted by copying from its first. The
-model has no MLP and no layer norm: token embeddings, layers of causal
-multi-head attention with residual connections, and an unembedding.
-Positions enter only through the scores, by chapter 11's rotary embedding
-(RoPE), so a token's vector in the residual stream says nothing about where
-it sits. Each layer calls chapter 12's `attnbook.layer.causal_heads`, and
-training uses chapter 13's `attnbook.learn.Adam` on one CPU thread. As
-everywhere in attnbook, a forward returns the attention weights it used.
-
-The scores that find the heads take weights of shape (batch, n_heads, n, n):
-a previous-token score is the mean weight from position i on i - 1, an
-induction score the mean weight from a token of the second half on the
-token after its first occurrence. Another CPU, maths library or thread
-count trains to other last bits; what chapter 16 claims holds for all of
-them (tests/test_platforms.py).
+A sequence is `half` random tokens followed by the same tokens again, so its
+second half can only be predicted by copying. The model is token embeddings,
+layers of causal multi-head attention with residual connections (each calls
+chapter 12's `attnbook.layer.causal_heads`) and an unembedding; positions
+enter only the scores, by chapter 11's RoPE. Training uses chapter 13's
+`attnbook.learn.Adam` on one CPU thread; another CPU, maths library or
+thread count trains to other last bits, and chapter 16 claims only what
+holds for all of them (tests/test_platforms.py).
 """
 from __future__ import annotations
 
@@ -27,16 +19,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import (
-    as_real,
-    generator,
-    integer_at_least,
-    positive_int,
-    require_finite,
-    require_ndim,
-)
+from ._checks import as_real, generator, integer_at_least, positive_int, require_finite
 from ._checks_torch import require_finite_result
-from .layer import causal_heads
+from .layer import causal_heads, register_causal_mask
 from .learn import Adam
 from .positions import sinusoidal_positions
 
@@ -85,10 +70,9 @@ class _RotaryAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)           # biases: queries and keys
         self.proj = nn.Linear(d_model, d_model, bias=False)  # that do not depend on the token
         pe = torch.from_numpy(sinusoidal_positions(max_len, self.d_head))  # (max_len, d_head)
-        # the rotation of pair i at position p as one complex number, cos + i sin
-        self.register_buffer("turn", torch.complex(pe[:, 1::2], pe[:, 0::2]), persistent=False)
-        self.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
-                             persistent=False)
+        turn = torch.complex(pe[:, 1::2], pe[:, 0::2])  # pair i at position p: cos + i sin
+        self.register_buffer("turn", turn, persistent=False)       # (max_len, d_head / 2)
+        register_causal_mask(self, max_len)                  # mask: (max_len, max_len)
 
     def _rotate(self, x: torch.Tensor) -> torch.Tensor:
         """Chapter 11's `rotate`: pair (2i, 2i+1) at position p turned by p w_i,
@@ -115,14 +99,12 @@ class AttentionOnly(nn.Module):
 
     Taught in :doc:`/chapters/16_induction_head` (chapter 16).
 
-    The residual stream starts as the token embedding, and each layer adds
-    its causal multi-head attention: ``x = x + attn(x)``. There is no MLP,
-    no layer norm and no position embedding; each head turns its queries
-    and keys by RoPE (chapter 11), so positions only shape the scores. The
-    layers are ``layers[l].qkv`` (``Linear(d_model, 3 d_model)``, queries,
-    keys and values side by side, with biases) and ``layers[l].proj`` (the
-    output projection, without bias); the readout is ``unembed``. The
-    initial parameters are torch's defaults, drawn from ``seed``.
+    The residual stream starts as the token embedding ``tok_emb`` and each
+    layer adds its causal attention, ``x = x + attn(x)``; no MLP, no layer norm,
+    no position embedding: each head turns its queries and keys by RoPE
+    (chapter 11). Layer l is ``layers[l].qkv`` (``Linear(d_model, 3 d_model)``,
+    Q, K, V side by side) and ``layers[l].proj`` (no bias); the readout is
+    ``unembed``. Initial parameters: torch's defaults, drawn from ``seed``.
 
     Parameters
     ----------
@@ -175,7 +157,7 @@ class AttentionOnly(nn.Module):
             still returned (they are what it would have used).
         """
         _check_tokens(tokens, self.vocab, self.max_len)
-        keep = self.keep_mask(ablate)                                # (n_layers, n_heads)
+        keep = _keep(ablate, self.n_layers, self.n_heads)            # (n_layers, n_heads)
         x = self.tok_emb(tokens)                                     # (batch, n, d_model)
         weights = []
         for layer, keep_l in zip(self.layers, keep, strict=True):
@@ -186,42 +168,30 @@ class AttentionOnly(nn.Module):
         require_finite_result(logits, "the logits unembed(x)")
         return logits, torch.stack(weights, dim=1)                   # (batch, L, h, n, n)
 
-    def keep_mask(self, ablate) -> torch.Tensor:
-        """1 for each head that is kept, 0 for each ablated one.
-
-        Parameters
-        ----------
-        ablate : sequence of (int, int)
-            (layer, head) pairs, counted from 0.
-
-        Returns
-        -------
-        torch.Tensor of bool, shape (n_layers, n_heads)
-        """
-        keep = torch.ones(self.n_layers, self.n_heads, dtype=torch.bool)
-        try:
-            pairs = [tuple(p) for p in ablate]
-        except TypeError:
-            raise TypeError(f"ablate must be a sequence of (layer, head) pairs, got "
-                            f"{ablate!r}") from None
-        for pair in pairs:
-            if len(pair) != 2 or not all(isinstance(i, (int, np.integer))
-                                         and not isinstance(i, bool) for i in pair) \
-                    or not (0 <= pair[0] < self.n_layers and 0 <= pair[1] < self.n_heads):
-                raise ValueError(f"ablate must hold (layer, head) pairs with layer in [0, "
-                                 f"{self.n_layers - 1}] and head in [0, {self.n_heads - 1}]; "
-                                 f"got {pair!r}")
-            keep[pair] = False
-        return keep
+def _keep(ablate, n_layers: int, n_heads: int) -> torch.Tensor:
+    """(n_layers, n_heads) bools: False for each (layer, head) pair in `ablate`."""
+    keep = torch.ones(n_layers, n_heads, dtype=torch.bool)
+    try:
+        pairs = [tuple(p) for p in ablate]
+    except TypeError:
+        raise TypeError(f"ablate must be a sequence of (layer, head) pairs, got "
+                        f"{ablate!r}") from None
+    for pair in pairs:
+        if len(pair) != 2 or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
+                                     for i in pair) \
+                or not (0 <= pair[0] < n_layers and 0 <= pair[1] < n_heads):
+            raise ValueError(f"ablate must hold (layer, head) pairs with layer in [0, "
+                             f"{n_layers - 1}] and head in [0, {n_heads - 1}]; got {pair!r}")
+        keep[pair] = False
+    return keep
 
 
 def _check_tokens(tokens, vocab: int, max_len: int) -> None:
     if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point \
             or tokens.dtype.is_complex or tokens.dtype == torch.bool:
+        dtype = f" of dtype {tokens.dtype}" if isinstance(tokens, torch.Tensor) else ""
         raise TypeError(f"tokens must be a tensor of integer token ids, got "
-                        f"{type(tokens).__name__}"
-                        + (f" of dtype {tokens.dtype}" if isinstance(tokens, torch.Tensor)
-                           else ""))
+                        f"{type(tokens).__name__}{dtype}")
     if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= max_len:
         raise ValueError(f"tokens must have shape (batch, n) with 1 <= n <= max_len = "
                          f"{max_len}; got {tuple(tokens.shape)}")
@@ -242,39 +212,36 @@ class InductionRun(NamedTuple):
     checkpoint_steps : ndarray, shape (n_checkpoints,)
         The steps at which the parameters were saved (0 is before training).
     checkpoints : list of dict
-        One ``state_dict()`` copy per checkpoint step; the last is the
-        trained model.
+        A ``state_dict()`` copy per checkpoint; the last is the trained model.
     """
     losses: np.ndarray            # (n_steps,)
     checkpoint_steps: np.ndarray  # (n_checkpoints,)
     checkpoints: list             # n_checkpoints state dicts
 
 
-def train_induction(model: AttentionOnly, steps: int = 500, batch_size: int = 64,
+def train_induction(model: AttentionOnly, steps: int = 600, batch_size: int = 64,
                     lr: float = 0.01, halves=(4, 10), seed: int = 0,
-                    checkpoint_every: int = 10) -> InductionRun:
+                    checkpoint_every: int = 25) -> InductionRun:
     """Train `model` in place to predict the next token of repeated random sequences.
 
     Taught in :doc:`/chapters/16_induction_head` (chapter 16).
 
-    Each step draws the half length uniformly from `halves`, then
-    batch_size fresh sequences of `repeated_tokens`, from a numpy generator
-    seeded with `seed`; the loss is the cross-entropy of every next token
-    (``tokens[:, 1:]`` from ``tokens[:, :-1]``). The length changes from step
-    to step, so no head can find the copy by its distance alone. Adam
-    (`attnbook.learn.Adam`), one CPU thread.
+    Each step draws a half length from `halves` and batch_size fresh sequences
+    of `repeated_tokens` (a numpy generator seeded with `seed`), and lowers the
+    cross-entropy of every next token with `attnbook.learn.Adam` on one CPU
+    thread. The length changes, so no head can find the copy by distance.
 
     Parameters
     ----------
     model : AttentionOnly
-    steps : int, default 500
+    steps : int, default 600
     batch_size : int, default 64
     lr : float, default 0.01
         Adam's step size, > 0.
     halves : (int, int), default (4, 10)
         Smallest and largest half length; 2 * largest - 1 <= max_len.
     seed : int, default 0
-    checkpoint_every : int, default 10
+    checkpoint_every : int, default 25
         Parameters are saved at step 0, every checkpoint_every steps, and
         after the last step.
 
@@ -366,8 +333,7 @@ def next_token_losses(model: AttentionOnly, tokens, ablate=()):
 
 def _weights(weights) -> np.ndarray:
     w = as_real(weights, "weights")
-    require_ndim(w, "weights", (4,), "(batch, n_heads, n, n)")
-    if w.shape[-1] != w.shape[-2] or w.shape[-1] < 2:
+    if w.ndim != 4 or w.shape[-1] != w.shape[-2] or w.shape[-1] < 2:
         raise ValueError(f"weights must have shape (batch, n_heads, n, n) with n >= 2, one "
                          f"row and one column per position; got {w.shape}")
     require_finite(w, "weights")
@@ -395,8 +361,7 @@ def previous_token_scores(weights) -> np.ndarray:
 
 
 def induction_scores(weights, half: int) -> np.ndarray:
-    """Each head's mean weight from a token of the second half on the token after
-    its first occurrence.
+    """Each head's mean weight from a second-half token on the token after its first.
 
     Taught in :doc:`/chapters/16_induction_head` (chapter 16).
 
@@ -465,8 +430,7 @@ def history(model: AttentionOnly, run: InductionRun, tokens, half: int) -> Histo
     -------
     History
     """
-    half = integer_at_least(half, "half", 2)
-    t = np.asarray(tokens)
+    half, t = integer_at_least(half, "half", 2), np.asarray(tokens)
     if t.ndim != 2 or t.shape[1] != 2 * half:
         raise ValueError(f"tokens must have shape (n_sequences, 2 half) = (n_sequences, "
                          f"{2 * half}); got {t.shape}")
