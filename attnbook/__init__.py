@@ -2,10 +2,10 @@
 
 The numpy core (`core`, `kernel`, `scoring`, `positions`, `blockwise`) is
 imported here. The other modules (`attnbook.plots`, `attnbook.explorers`,
-`attnbook.nn`, `attnbook.layer`, `attnbook.transformer`, `attnbook.learn` and
-`attnbook.lm`, the only five that import torch, and the rest) load on first use, as
-`attnbook.<name>` or by an import, so `import attnbook` stays fast and
-torch-free.
+the six that import torch: `attnbook.nn`, `attnbook.layer`,
+`attnbook.transformer`, `attnbook.learn`, `attnbook.lm` and
+`attnbook.induction`, and the rest) load on first use, as `attnbook.<name>`
+or by an import, so `import attnbook` stays fast and torch-free.
 """
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "additive_scores", "sinusoidal_positions", "rotate", "rotate_half",
            "blockwise_attention"]
 
-_SUBMODULES = {"analysis", "bugs", "examples", "explorers", "glue", "language", "layer",
-               "learn", "lm", "multihead", "nn", "plots", "transformer"}
+_SUBMODULES = {"analysis", "bugs", "examples", "explorers", "glue", "induction", "language",
+               "layer", "learn", "lm", "multihead", "nn", "plots", "transformer"}
 
 
 def __getattr__(name: str):

@@ -12,11 +12,10 @@ forms), not the last digits of its weights (tests/test_platforms.py).
 
 The two tasks:
 
-- reversal: read n distinct symbols, write them back in reverse order. The
-  answer at position i sits at position n-1-i, whatever the symbols are, so
-  only positions can find it.
+- reversal: read n distinct symbols, write them in reverse order; the answer
+  at position i sits at position n-1-i whatever the symbols: only positions find it.
 - lookup: read n_pairs (key, value) pairs and a query key, answer the value
-  paired with it (chapter 1's dict). Only content can find it.
+  paired with it (chapter 1's dict): only content finds it.
 """
 from __future__ import annotations
 
@@ -34,10 +33,10 @@ from ._checks_torch import check_target, row_tensors
 from .positions import sinusoidal_positions
 
 __all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data",
-           "SequenceAttention", "LookupAttention", "TrainingRun", "train", "accuracy"]
+           "SequenceAttention", "LookupAttention", "TrainingRun", "Adam", "train",
+           "accuracy"]
 
-#: Held-out accuracy the reversal task must reach, whatever the seed (chapter 13
-#: states it, the tests check it).
+#: Held-out accuracy the reversal task must reach, whatever the seed (chapter 13).
 REVERSAL_TARGET = 0.95
 #: Held-out accuracy the lookup task must reach, whatever the seed (chapter 13).
 LOOKUP_TARGET = 0.95
@@ -293,9 +292,9 @@ class TrainingRun(NamedTuple):
     snapshots : ndarray, shape (n_snapshots, ...)
         The probe's attention weights at those steps.
     """
-    losses: np.ndarray        # (steps,), the training loss at each step
-    snapshot_steps: np.ndarray  # (n_snapshots,), the steps at which weights were recorded
-    snapshots: np.ndarray     # (n_snapshots, ...), the probe's attention weights then
+    losses: np.ndarray          # (n_steps,)
+    snapshot_steps: np.ndarray  # (n_snapshots,)
+    snapshots: np.ndarray       # (n_snapshots, ...)
 
 
 def _tensor(a) -> torch.Tensor:
@@ -314,10 +313,19 @@ def _as_tensors(arrays, name: str) -> tuple[torch.Tensor, ...]:
 
 
 class Adam:
-    """Adam (Kingma & Ba 2015), the same arithmetic as torch.optim.Adam with
-    its defaults, written out: torch.optim's first use imports torch's
-    compiler, which costs seconds that a notebook should not spend. Public
-    because chapter 15's `attnbook.lm.train` steps with it too."""
+    """Adam (Kingma & Ba 2015): torch.optim.Adam's arithmetic and defaults, written out.
+
+    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13). Unlike
+    torch.optim, its first use does not import torch's compiler (seconds).
+
+    Parameters
+    ----------
+    params : list of torch.nn.Parameter
+        ``step()`` moves each one that has a gradient.
+    lr : float
+    betas : tuple of float, default (0.9, 0.999)
+    eps : float, default 1e-8
+    """
 
     def __init__(self, params: list, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
         self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
@@ -357,7 +365,6 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     target : array_like of int
         The logits' shape minus the last axis.
     steps : int, default 150
-        How many gradient steps.
     batch_size : int, default 64
         Training rows per step.
     lr : float, default 0.02

@@ -41,6 +41,10 @@ def plotted_data(kind, e):
         main = next(ax for ax in axes if ax.images and len(ax.get_xticks()))
         return [np.asarray(main.images[0].get_array()).copy(),
                 np.array([f.get_visible() for f in frames])]
+    if kind == "induction":
+        return [np.asarray(axes[0].images[0].get_array()).copy(),
+                *[np.asarray(line.get_xdata(), dtype=float).copy()
+                  for ax in axes[1:] for line in ax.lines]]
     if kind == "training":
         return [np.asarray(axes[0].images[0].get_array()).copy(),
                 *[np.asarray(line.get_xdata(), dtype=float).copy() for line in axes[1].lines]]
@@ -301,6 +305,27 @@ def test_heads_explorer_inputs_are_checked():
         ex.explore_heads(w, ["a", "b"])
     with pytest.raises(ValueError, match="index"):
         ex.explore_heads(w, ["a", "b", "c"], index=2)
+
+
+def test_induction_explorer_outlines_the_stripe_and_marks_each_checkpoint():
+    rng = np.random.default_rng(2)
+    weights = rng.dirichlet(np.ones(9), size=(3, 9))                # (3 checkpoints, 9, 9)
+    scores, losses = [0.1, 0.5, 0.9], [3.0, 1.5, 0.2]
+    e = ex.explore_induction([0, 25, 50], weights, 5, scores, losses, index=0)
+    by_label = {ax.get_ylabel(): ax for ax in e.figure.axes}
+    ax_w = e.figure.axes[0]
+    ax_loss, ax_score = by_label["loss on the second half"], by_label["induction score"]
+    cells = sorted((round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax_w.patches)
+    assert cells == [(q, q - 5 + 1) for q in range(5, 9)], "query q on key q - half + 1"
+    for i, step in enumerate([0, 25, 50]):
+        e.show(i)
+        np.testing.assert_array_equal(ax_w.images[0].get_array(), weights[i])
+        marker, dot = ax_loss.lines[1:]
+        assert list(marker.get_xdata()) == [step, step]
+        assert list(dot.get_ydata()) == [losses[i]]
+        assert list(ax_score.lines[1].get_ydata()) == [scores[i]]
+        assert f"induction score {scores[i]:.2f}" in e.figure._suptitle.get_text()
+    assert ex.explore_induction([0, 25, 50], weights, 5, scores, losses).index == 2
 
 
 def text_outside_the_figure(fig) -> list[str]:

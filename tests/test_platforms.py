@@ -33,8 +33,8 @@ SETUPS = {
                     "OPENBLAS_NUM_THREADS": "2"},
 }
 
-#: Chapters 13's and 15's `seed = 0` line, which seeds their models, batches (and
-#: chapter 15's samples).
+#: The `seed = 0` line of chapters 13, 15 and 16, which seeds the models and their
+#: data (and chapter 15's samples).
 SEED_LINE = re.compile(r"^seed = 0\b.*$", re.M)
 
 
@@ -71,6 +71,13 @@ def test_chapter_13_claims_hold_on_other_machines_and_seeds(setup, seed):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("setup, seed", CASES, ids=[f"{a}-seed{b}" for a, b in CASES])
+def test_chapter_16_claims_hold_on_other_machines_and_seeds(setup, seed):
+    """The phase change, the heads the scores pick and the ablation's effect."""
+    execute("16_induction_head", setup, seed)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("setup", [s for s in SETUPS if s != "native"])
 def test_chapter_8_training_claims_hold_on_other_machines(setup):
     execute("08_kernel_regression", setup)
@@ -85,7 +92,8 @@ def test_chapter_15_claims_hold_on_other_machines_and_seeds(setup, seed):
     execute("15_tiny_language_model", setup, seed)
 
 
-@pytest.mark.parametrize("name", ["13_attention_that_learns", "15_tiny_language_model"])
+@pytest.mark.parametrize("name", ["13_attention_that_learns", "15_tiny_language_model",
+                                  "16_induction_head"])
 def test_the_seed_line_is_found_and_replaced(name):
     nb = nbformat.read(ROOT / "chapters" / f"{name}.ipynb", as_version=4)
     changed = with_seed(nb, 7)

@@ -293,6 +293,8 @@ TYPED_ON_PURPOSE = {
     ("11_positions", "6.28"): "a constant: 2π",
     **{("15_tiny_language_model", n): "input: a sampling temperature the chapter chooses"
        for n in ("0.25", "0.5", "1.5")},
+    ("16_induction_head", "0.5"): "a threshold the text chooses (an induction score above "
+    "it counts as an induction head); test_induction.py::test_ch16_comparisons_the_prose_makes",
 }
 
 

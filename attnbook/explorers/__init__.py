@@ -12,8 +12,8 @@ Without ipywidgets, a notebook shows the current frame as a still picture.
 
 One explorer per module: `dk` (chapter 5), `temperature` (chapter 4),
 `attention` (chapter 7), `bandwidth` (chapter 8), `rope_offset` (chapter 11),
-`training` (chapter 13) and `heads` (chapter 15); the `Explorer` class is in `explorer`, and the
-frames' PNG encoding in `frames`.
+`training` (chapter 13), `heads` (chapter 15) and `induction` (chapter 16); the
+`Explorer` class is in `explorer`, and the frames' PNG encoding in `frames`.
 """
 from __future__ import annotations
 
@@ -22,9 +22,11 @@ from .bandwidth import explore_bandwidth
 from .dk import explore_dk
 from .explorer import Explorer
 from .heads import explore_heads
+from .induction import explore_induction
 from .rope_offset import explore_rope_offset
 from .temperature import explore_temperature
 from .training import explore_training
 
 __all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
-           "explore_bandwidth", "explore_rope_offset", "explore_training", "explore_heads"]
+           "explore_bandwidth", "explore_rope_offset", "explore_training", "explore_heads",
+           "explore_induction"]

@@ -8,7 +8,8 @@ import numpy as np
 from attnbook import explorers as ex
 from attnbook import toy_regression_data
 
-KINDS = ["dk", "temperature", "attention", "bandwidth", "rope", "training", "heads"]
+KINDS = ["dk", "temperature", "attention", "bandwidth", "rope", "training", "heads",
+         "induction"]
 
 
 def make(kind):
@@ -31,5 +32,10 @@ def make(kind):
         causal = np.tril(rng.random((2, 2, 5, 5)) + 0.1)             # (layers, heads, n, n)
         weights = causal / causal.sum(-1, keepdims=True)
         return ex.explore_heads(weights, ["<bos>", "the", "cat", "runs", "."])
+    if kind == "induction":
+        rng = np.random.default_rng(0)
+        weights = rng.dirichlet(np.ones(7), size=(4, 7))          # (4 checkpoints, 7, 7)
+        return ex.explore_induction([0, 10, 20, 30], weights, 4, [0.1, 0.2, 0.6, 0.9],
+                                    [2.5, 2.4, 1.0, 0.3])
     x_train, y_train, x_test, y_test = toy_regression_data(np.random.default_rng(0))
     return ex.explore_bandwidth(x_train, y_train, x_test, y_test)
