@@ -82,8 +82,10 @@ class Explorer:
         empty means a full redraw on every move.
     describe : callable, optional
         ``describe(index)`` says in words what the frame for
-        ``values[index]`` shows (its numbers), for its alt text. Default:
-        the figure's changing titles.
+        ``values[index]`` shows (its numbers), for its alt text: a string,
+        or ``(words, data)`` where `data` (tokens and numbers, say) reads
+        the same in every language and follows the words after a colon.
+        Default: the figure's changing titles.
 
     Raises
     ------
@@ -225,13 +227,15 @@ class Explorer:
             E.g. ``"<description>. d_k = 8: score std 2.81 unscaled, 0.99 scaled"``.
         """
         value, shown = self._alt_parts()
+        shown = [words + (f": {data}" if data else "") for words, data in shown]
         return f"{self.description}. {value}" + (": " + "; ".join(shown) if shown else "")
 
-    def _alt_parts(self) -> tuple[str, list[str]]:
+    def _alt_parts(self) -> tuple[str, list[tuple[str, str]]]:
         """The current frame's value ("d_k = 8") and what it shows, in words."""
         value = f"{self.name} = {self.labels[self.index]}"
         if self._describe is not None:
-            shown = [self._describe(self.index)]
+            said = self._describe(self.index)
+            return value, [said if isinstance(said, tuple) else (said, "")]
         else:
             fig = self.figure
             titles = {id(t) for t in (fig._suptitle, *(ax.title for ax in fig.axes))
@@ -240,7 +244,7 @@ class Explorer:
                      if id(a) in titles and a.get_visible() and a.get_text().strip()]
             shown = [t.removeprefix(value).lstrip(":, ") if t.startswith(value) else t
                      for t in shown]
-        return value, [t for t in shown if t]
+        return value, [(t, "") for t in shown if t]
 
     def _frames_with_alt(self, texts: dict | None = None) -> list[tuple[bytes, str]]:
         """(palette PNG, alt text) for every value; the figure is left as it
@@ -254,7 +258,7 @@ class Explorer:
             if texts is not None:
                 shown = self._alt_parts()[1]
                 texts.update(dict.fromkeys(figure_text.texts(self.figure)))
-                texts.update(dict.fromkeys(figure_text.template(t)[0] for t in shown
+                texts.update(dict.fromkeys(figure_text.template(t)[0] for t, _ in shown
                                            if figure_text.needs_translation(t)))
         self.show(current)
         return out
@@ -280,8 +284,8 @@ class Explorer:
             self.show(i)
             value, shown = self._alt_parts()
             name, label = (tr(s) for s in value.split(" = ", 1))
-            alt = f"{description}。{name} = {label}" + ("：" + "；".join(map(tr, shown))
-                                                       if shown else "")
+            shown = [tr(words) + (f"：{data}" if data else "") for words, data in shown]
+            alt = f"{description}。{name} = {label}" + ("：" + "；".join(shown) if shown else "")
             with figure_text.translated(fig, messages, families) as lacking:
                 if i == 0:   # lay the figure out for the translated text, then freeze it
                     fig.set_layout_engine("constrained")

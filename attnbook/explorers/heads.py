@@ -74,10 +74,11 @@ def explore_heads(weights, tokens: Sequence[str], index: int = 0) -> Explorer:
         for j, frame in enumerate(frames):
             frame.set_visible(j == i)
 
-    def describe(i: int) -> str:
+    def describe(i: int) -> tuple[str, str]:
         rows = w[heads[i]]
         best = rows.argmax(axis=1)
-        return "the key each token attends to most: " + "; ".join(
+        # the tokens and weights read the same in both editions' alt text
+        return "the key each token attends to most", ", ".join(
             f"{tokens[q]} → {tokens[k]} {rows[q, k]:.2f}" for q, k in enumerate(best))
 
     return Explorer("layer, head", heads, [f"{layer + 1}, {head + 1}" for layer, head in heads],
