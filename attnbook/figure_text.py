@@ -34,6 +34,9 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import Formatter
 
+__all__ = ["template", "needs_translation", "translate", "texts", "translated", "catalogue",
+           "figure_bundle"]
+
 #: Environment variable naming the build's JSON catalogue:
 #: ``{"language": "zh_CN", "font": path, "messages": {msgid: msgstr}}``.
 CATALOGUE_ENV = "ATTNBOOK_FIGURE_CATALOGUE"

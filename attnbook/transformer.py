@@ -116,7 +116,7 @@ class GroupedQueryAttention(nn.Module):
             Appended to in place with keys and values of shape
             (batch, n_kv_heads, n, d_head).
         key_mask : torch.Tensor of bool, shape (batch, n_past + n), optional
-            False for padding keys, as in `attnbook.layer.CausalSelfAttention`.
+            False for padding keys, as in chapter 12's ``CausalSelfAttention``.
 
         Returns
         -------

@@ -36,8 +36,10 @@ come from the same executed notebooks. Seven pieces, each a few lines:
    user dictionary made from the glossary's Chinese terms (every
    ``**中文**`` of glossary.md) is given to jieba (``html_search_options``),
    and the Chinese search language below keeps one-character words that
-   the dictionary lists. Its query splitter segments a query against the
-   index's terms in the browser (tools/sphinx/i18n_ui.py, piece 5).
+   the dictionary lists. Pages are cut with jieba's dictionary alone (no
+   HMM, which coins words from context), so a phrase is cut alike on every
+   page, and the query splitter segments a query against the index's terms
+   in the browser (tools/sphinx/i18n_ui.py, piece 5).
 5. Figure alt text. A figure is a cell output (image/png beside text/plain);
    its alt text comes from the cell's metadata (``mystnb.image.alt``) and is
    on the image node from the start, so Sphinx's ``Locale`` transform
@@ -234,6 +236,15 @@ def register_search_language() -> None:
 
         def word_filter(self, stemmed_word: str) -> bool:
             return len(stemmed_word) > 1 or stemmed_word in self.single_characters
+
+        def split(self, input: str) -> list[str]:
+            # jieba's dictionary only: its HMM coins words from context (查询和键
+            # became 查询 + 和键 on one page, 查询 + 和 + 键 on another), so a
+            # query segmented against the index missed pages holding the phrase
+            import jieba
+            latin = [t.strip() for t in self.latin1_letters.findall(input)]
+            self.latin_terms.extend(latin)
+            return list(jieba.cut_for_search(input, HMM=False)) + latin
 
     global BookSearchChinese
     BookSearchChinese = _BookSearchChinese
