@@ -237,8 +237,11 @@ SPLITTER = r"""
 var splitQuery = (query) => {
   const han = /\p{Script=Han}/u;
   const index = typeof Search !== "undefined" ? Search._index : null;
-  const known = (word) => index !== null && (Object.hasOwn(index.terms, word)
-                                              || Object.hasOwn(index.titleterms, word));
+  // a term on no page is left over from an earlier build (Sphinx keeps the
+  // old index's terms when it re-reads every page, with empty page lists)
+  const on = (map, word) => Object.hasOwn(map, word)
+      && !(Array.isArray(map[word]) && map[word].length === 0);
+  const known = (word) => index !== null && (on(index.terms, word) || on(index.titleterms, word));
   let longest = 1;
   if (index !== null) {
     for (const term of [...Object.keys(index.terms), ...Object.keys(index.titleterms)]) {
