@@ -31,8 +31,8 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "additive_scores", "sinusoidal_positions", "rotate", "rotate_half",
            "blockwise_attention"]
 
-_SUBMODULES = {"analysis", "bugs", "examples", "explorers", "glue", "induction", "language",
-               "layer", "learn", "lm", "multihead", "nn", "plots", "transformer"}
+_SUBMODULES = {"analysis", "bugs", "examples", "explorers", "figure_text", "glue", "induction",
+               "language", "layer", "learn", "lm", "multihead", "nn", "plots", "transformer"}
 
 
 def __getattr__(name: str):

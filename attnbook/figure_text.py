@@ -78,7 +78,18 @@ def template(text: str) -> tuple[str, list[str]]:
 
 
 def needs_translation(text: str) -> bool:
-    """True if `text` has a Latin letter outside mathematics."""
+    """Whether `text` has words to translate.
+
+    Parameters
+    ----------
+    text : str
+        A figure's text.
+
+    Returns
+    -------
+    bool
+        True if it has a Latin letter outside mathematics (``$...$``).
+    """
     return bool(_LETTER.search("".join(_MATH.split(text)[::2])))
 
 
@@ -114,9 +125,19 @@ def translate(text: str, messages: dict[str, str]) -> str | None:
 
 @functools.cache
 def catalogue() -> dict | None:
-    """The build's catalogue (see `CATALOGUE_ENV`), its fonts registered with
-    matplotlib and their family names under "families"; None when the
-    variable is unset or empty."""
+    """The build's catalogue, read once, its fonts registered with matplotlib.
+
+    Parameters
+    ----------
+    None; the file is named by the environment variable `CATALOGUE_ENV`.
+
+    Returns
+    -------
+    dict or None
+        "messages" (message to translation), "fonts" (paths) and
+        "families" (their family names); None when the variable is unset
+        or empty.
+    """
     path = os.environ.get(CATALOGUE_ENV, "")
     if not path:
         return None
@@ -168,9 +189,20 @@ def _axes(fig: Figure):
 
 
 def texts(fig: Figure) -> list[str]:
-    """The messages of every text in `fig` that needs translation, in order,
-    each once (what the build extracts into figures.po). Tick labels are
-    the ones of the figure's last drawing."""
+    """The messages of every text in `fig` that needs translation.
+
+    What the build extracts into figures.po. Tick labels are the ones of
+    the figure's last drawing.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+
+    Returns
+    -------
+    list of str
+        Each message once, in the order the texts are found.
+    """
     out: dict[str, None] = {}
     for s in (t.get_text() for t in _texts(fig)):
         if needs_translation(s):
@@ -194,10 +226,11 @@ def translated(fig: Figure, messages: dict[str, str], families: Sequence[str] = 
     families : sequence of str, optional
         Font families with the translation's characters.
 
-    Yields
-    ------
-    dict of str to None
-        The messages the catalogue lacks (their text stays in English),
+    Returns
+    -------
+    context manager
+        ``with translated(...) as missing``: `missing` is a dict whose keys
+        are the messages the catalogue lacks (their text stays in English),
         filled in as the figure is drawn (tick labels are made then).
     """
     missing: dict[str, None] = {}
@@ -250,6 +283,12 @@ METADATA_KEY = "attnbook/figure-text"
 def figure_bundle(fig: Figure, render) -> tuple[dict, dict]:
     """A figure's display data in both editions: ``render(fig)`` (PNG bytes)
     in English and, with the build's catalogue, again in translation.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    render : callable
+        ``render(fig)`` returns the figure as PNG bytes.
 
     Returns
     -------

@@ -269,11 +269,17 @@ def _numpy_docstring_problems(obj) -> list[str]:
     return problems
 
 
+#: Modules no chapter teaches: the build's machinery, documented on the API
+#: page for maintainers (figure_text draws the Chinese edition's figures).
+NOT_TAUGHT = {"figure_text"}
+
+
 @pytest.mark.parametrize("module", API_MODULES)
 def test_every_public_callable_has_a_numpy_docstring_naming_its_chapter(module):
     problems = {qualname: p for qualname, obj in _public_callables()
                 if qualname.startswith(f"attnbook.{module}.")
-                and (p := _numpy_docstring_problems(obj))}
+                and (p := [x for x in _numpy_docstring_problems(obj)
+                           if not (module in NOT_TAUGHT and x.startswith("names no chapter"))])}
     assert not problems, f"docstrings off the convention: {problems}"
 
 
