@@ -67,7 +67,13 @@ def palette_png(fig: Figure, dpi: float, **savefig_kw) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None},
                 pil_kwargs={"compress_level": 1}, **savefig_kw)
-    palette = Image.open(buf).convert("RGB").quantize(
+    return quantized_png(Image.open(buf))
+
+
+def quantized_png(image) -> bytes:
+    """A PIL image as the 256-colour palette PNG that `palette_png` writes."""
+    from PIL import Image
+    palette = image.convert("RGB").quantize(
         colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     out = io.BytesIO()
     palette.save(out, format="PNG", optimize=True)

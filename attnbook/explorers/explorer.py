@@ -202,6 +202,32 @@ class Explorer:
                 artist.set_animated(False)
             self._background = None
 
+    def _blitter(self) -> Callable[[], bytes]:
+        """Draw all but the dynamic artists once; return ``frame()``, which
+        draws the dynamic artists as they are now over that and returns the
+        palette PNG (the book's frames; a full drawing each without dynamic
+        artists). End with `_unblit`."""
+        fig = self.figure
+        if not self.dynamic:
+            return lambda: png.png_palette(fig)
+        canvas = FigureCanvasAgg(fig)
+        for artist in self.dynamic:
+            artist.set_animated(True)
+        canvas.draw()
+        background = canvas.copy_from_bbox(fig.bbox)
+
+        def frame() -> bytes:
+            canvas.restore_region(background)
+            renderer = canvas.get_renderer()
+            for artist in self.dynamic:
+                artist.draw(renderer)
+            return png.png_palette_of_canvas(canvas)
+        return frame
+
+    def _unblit(self) -> None:
+        for artist in self.dynamic:
+            artist.set_animated(False)
+
     # -- static form ---------------------------------------------------------------------
     def frames(self) -> list[bytes]:
         """Every value's frame as a PNG image, as the HTML book shows them.
@@ -252,14 +278,18 @@ class Explorer:
         text's too) are added to `texts` if given."""
         self._static_mode()
         current, out = self.index, []
-        for i in range(len(self.values)):
-            self.show(i)
-            out.append((png.png_palette(self.figure), self.frame_alt()))
-            if texts is not None:
-                shown = self._alt_parts()[1]
-                texts.update(dict.fromkeys(figure_text.texts(self.figure)))
-                texts.update(dict.fromkeys(figure_text.template(t)[0] for t, _ in shown
-                                           if figure_text.needs_translation(t)))
+        frame = self._blitter()
+        try:
+            for i in range(len(self.values)):
+                self.show(i)
+                out.append((frame(), self.frame_alt()))
+                if texts is not None:
+                    shown = self._alt_parts()[1]
+                    texts.update(dict.fromkeys(figure_text.texts(self.figure)))
+                    texts.update(dict.fromkeys(figure_text.template(t)[0] for t, _ in shown
+                                               if figure_text.needs_translation(t)))
+        finally:
+            self._unblit()
         self.show(current)
         return out
 
@@ -280,19 +310,24 @@ class Explorer:
             return found
 
         description = tr(self.description)
-        for i in range(len(self.values)):
-            self.show(i)
-            value, shown = self._alt_parts()
-            name, label = (tr(s) for s in value.split(" = ", 1))
-            shown = [tr(words) + (f"：{data}" if data else "") for words, data in shown]
-            alt = f"{description}。{name} = {label}" + ("：" + "；".join(shown) if shown else "")
-            with figure_text.translated(fig, messages, families) as lacking:
-                if i == 0:   # lay the figure out for the translated text, then freeze it
-                    fig.set_layout_engine("constrained")
-                    FigureCanvasAgg(fig).draw()
-                    fig.set_layout_engine("none")
-                out.append((png.png_palette(fig), alt))
-                missing.update(lacking)
+        try:
+            for i in range(len(self.values)):
+                self.show(i)
+                value, shown = self._alt_parts()
+                name, label = (tr(s) for s in value.split(" = ", 1))
+                shown = [tr(words) + (f"：{data}" if data else "") for words, data in shown]
+                alt = f"{description}。{name} = {label}" + ("：" + "；".join(shown)
+                                                           if shown else "")
+                with figure_text.translated(fig, messages, families) as lacking:
+                    if i == 0:   # lay the figure out for the translated text, freeze it
+                        fig.set_layout_engine("constrained")
+                        FigureCanvasAgg(fig).draw()
+                        fig.set_layout_engine("none")
+                        frame = self._blitter()
+                    out.append((frame(), alt))
+                    missing.update(lacking)
+        finally:
+            self._unblit()
         for ax, position in positions:
             ax.set_position(position)
         self.show(current)

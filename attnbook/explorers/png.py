@@ -56,3 +56,12 @@ def png_full_redraw(fig: Figure) -> bytes:
 def png_palette(fig: Figure) -> bytes:
     """The whole figure as a palette PNG at `DPI` (the book's static frames)."""
     return plots.palette_png(fig, DPI)
+
+
+def png_palette_of_canvas(canvas: FigureCanvasAgg) -> bytes:
+    """What the canvas last drew, as the palette PNG `png_palette` would write
+    for the whole figure (the book's static frames, blitted)."""
+    from PIL import Image
+    width, height = canvas.get_width_height(physical=True)
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    return plots.quantized_png(image)
