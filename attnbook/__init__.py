@@ -2,8 +2,8 @@
 
 The numpy core (`core`, `kernel`, `scoring`, `positions`, `blockwise`) is
 imported here. The other modules (`attnbook.plots`, `attnbook.explorers`,
-the six that import torch: `attnbook.nn`, `attnbook.layer`,
-`attnbook.transformer`, `attnbook.learn`, `attnbook.lm` and
+the seven that import torch: `attnbook.nn`, `attnbook.layer`,
+`attnbook.transformer`, `attnbook.optim`, `attnbook.learn`, `attnbook.lm` and
 `attnbook.induction`, and the rest) load on first use, as `attnbook.<name>`
 or by an import, so `import attnbook` stays fast and torch-free.
 """
@@ -32,7 +32,7 @@ __all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
            "blockwise_attention"]
 
 _SUBMODULES = {"analysis", "bugs", "examples", "explorers", "figure_text", "glue", "induction",
-               "language", "layer", "learn", "lm", "multihead", "nn", "plots", "transformer"}
+               "language", "layer", "learn", "lm", "multihead", "nn", "optim", "plots", "transformer"}
 
 
 def __getattr__(name: str):

@@ -22,7 +22,7 @@ from torch import nn
 from ._checks import as_real, generator, integer_at_least, positive_int, require_finite
 from ._checks_torch import require_finite_result
 from .layer import causal_heads, register_causal_mask
-from .learn import Adam
+from .optim import Adam, one_thread
 from .positions import sinusoidal_positions
 
 __all__ = ["repeated_tokens", "AttentionOnly", "InductionRun", "train_induction",
@@ -261,9 +261,7 @@ def train_induction(model: AttentionOnly, steps: int = 600, batch_size: int = 64
     rng = np.random.default_rng(seed)
     adam = Adam(list(model.parameters()), float(lr))
     losses, marks, saved = np.zeros(steps), [], []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)            # one summation order: the same bits on every run here
-    try:
+    with one_thread():
         for step in range(steps + 1):
             if step % checkpoint_every == 0 or step == steps:
                 marks.append(step)
@@ -275,12 +273,7 @@ def train_induction(model: AttentionOnly, steps: int = 600, batch_size: int = 64
             model.train()
             logits, _ = model(tokens[:, :-1])                        # (batch, n - 1, vocab)
             loss = nn.functional.cross_entropy(logits.transpose(1, 2), tokens[:, 1:])
-            model.zero_grad()
-            loss.backward()
-            adam.step()
-            losses[step] = loss.item()
-    finally:
-        torch.set_num_threads(threads)
+            losses[step] = adam.descend(loss)
     model.eval()
     return InductionRun(losses, np.array(marks, dtype=int), saved)
 

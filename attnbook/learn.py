@@ -30,10 +30,11 @@ from torch import nn
 
 from ._checks import flag, generator, integer_at_least, positive_int
 from ._checks_torch import check_target, row_tensors
+from .optim import Adam, one_thread
 from .positions import sinusoidal_positions
 
 __all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data",
-           "SequenceAttention", "LookupAttention", "TrainingRun", "Adam", "train",
+           "SequenceAttention", "LookupAttention", "TrainingRun", "train",
            "accuracy"]
 
 #: Held-out accuracy the reversal task must reach, whatever the seed (chapter 13).
@@ -312,39 +313,6 @@ def _as_tensors(arrays, name: str) -> tuple[torch.Tensor, ...]:
     return out
 
 
-class Adam:
-    """Adam (Kingma & Ba 2015): torch.optim.Adam's arithmetic and defaults, written out.
-
-    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13). Unlike
-    torch.optim, its first use does not import torch's compiler (seconds).
-
-    Parameters
-    ----------
-    params : list of torch.nn.Parameter
-        ``step()`` moves each one that has a gradient.
-    lr : float
-    betas : tuple of float, default (0.9, 0.999)
-    eps : float, default 1e-8
-    """
-
-    def __init__(self, params: list, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
-        self.params, self.lr, self.betas, self.eps, self.t = params, lr, betas, eps, 0
-        self.m = [torch.zeros_like(p) for p in params]   # running mean of the gradient
-        self.v = [torch.zeros_like(p) for p in params]   # running mean of its square
-
-    @torch.no_grad()
-    def step(self) -> None:
-        self.t += 1
-        b1, b2 = self.betas
-        for p, m, v in zip(self.params, self.m, self.v, strict=True):
-            if p.grad is None:
-                continue
-            m.mul_(b1).add_(p.grad, alpha=1 - b1)
-            v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
-            denom = (v.sqrt() / math.sqrt(1 - b2 ** self.t)).add_(self.eps)
-            p.addcdiv_(m, denom, value=-self.lr / (1 - b1 ** self.t))
-
-
 def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 64,
           lr: float = 0.02, seed: int = 0, probe=None, snapshot_every: int = 15) -> TrainingRun:
     """Train `model` in place with Adam and cross-entropy (chapter 13).
@@ -393,9 +361,7 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     generator = torch.Generator().manual_seed(seed)
     adam = Adam(list(model.parameters()), float(lr))
     losses, marks, shots = np.zeros(steps), [], []
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)            # one summation order: the same bits on every run here
-    try:
+    with one_thread():
         for step in range(steps + 1):
             if probe is not None and (step % snapshot_every == 0 or step == steps):
                 model.eval()
@@ -409,12 +375,7 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
             logits, _ = model(*(x[rows] for x in xs))
             loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                y[rows].reshape(-1))
-            model.zero_grad()
-            loss.backward()
-            adam.step()
-            losses[step] = loss.item()
-    finally:
-        torch.set_num_threads(threads)
+            losses[step] = adam.descend(loss)
     model.eval()
     return TrainingRun(losses, np.array(marks, dtype=int),
                        np.array(shots) if shots else np.zeros((0,)))

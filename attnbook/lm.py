@@ -22,7 +22,7 @@ from torch import nn
 
 from ._checks import integer_at_least, positive_int
 from .layer import KVCache
-from .learn import Adam
+from .optim import Adam, one_thread
 
 __all__ = ["pad", "masked_loss", "train", "last_logits", "generate"]
 
@@ -152,22 +152,16 @@ def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
     generator = torch.Generator().manual_seed(seed)
     adam = Adam(list(model.parameters()), float(lr))
     losses = np.zeros(steps)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)            # one summation order: the same bits on every run here
+    model.train()
     try:
-        model.train()
-        for step in range(steps):
-            rows = torch.randint(len(idx), (batch_size,), generator=generator)
-            n = int(real[rows].sum(1).max())                         # the batch's longest
-            x, r = idx[rows, :n], real[rows, :n]                     # (batch_size, n)
-            logits, _ = model(x[:, :-1])                             # (batch_size, n - 1, vocab)
-            loss = masked_loss(logits, x[:, 1:], r[:, 1:])
-            model.zero_grad()
-            loss.backward()
-            adam.step()
-            losses[step] = loss.item()
+        with one_thread():
+            for step in range(steps):
+                rows = torch.randint(len(idx), (batch_size,), generator=generator)
+                n = int(real[rows].sum(1).max())                     # the batch's longest
+                x, r = idx[rows, :n], real[rows, :n]                 # (batch_size, n)
+                logits, _ = model(x[:, :-1])                         # (batch_size, n - 1, vocab)
+                losses[step] = adam.descend(masked_loss(logits, x[:, 1:], r[:, 1:]))
     finally:
-        torch.set_num_threads(threads)
         model.eval()
     return losses
 

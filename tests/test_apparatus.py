@@ -29,7 +29,7 @@ from tools.project import ROOT, book_config, chapter_notebooks, toc_files
 
 SEEDS = ROOT.parent / "shared" / "seeds"
 API_MODULES = ["core", "kernel", "scoring", "positions", "blockwise", "analysis", "multihead",
-               "nn", "layer", "transformer", "learn", "language", "lm", "induction", "plots",
+               "nn", "layer", "transformer", "optim", "learn", "language", "lm", "induction", "plots",
                "figure_text", "explorers", "examples", "bugs", "glue"]
 ENTRIES = glossary_entries()
 TERMS = [e.term for e in ENTRIES]
