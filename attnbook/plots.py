@@ -89,19 +89,24 @@ def _register_ipython_png() -> None:
     if shell is None:
         return
     png = shell.display_formatter.formatters["image/png"]
-    if Figure in png.type_printers:
+    bundle = shell.display_formatter.mimebundle_formatter
+    if Figure in png.type_printers or Figure in bundle.type_printers:
         return
     if static_build():
         from . import figure_text
 
         def render(fig):
             return palette_png(fig, DPI, bbox_inches="tight")
-        png.for_type(Figure, render)
-        # with the build's catalogue, the Chinese edition's rendering too
+        # With the build's catalogue, the bundle holds both editions' PNGs.
+        # Only one of the two formatters is registered: IPython asks a
+        # registered image/png formatter even when the bundle already has
+        # that type, which drew every figure a third time.
         if figure_text.catalogue() is not None:
-            shell.display_formatter.mimebundle_formatter.for_type(
+            bundle.for_type(
                 Figure, lambda fig, include=None, exclude=None:
                 figure_text.figure_bundle(fig, render))
+        else:
+            png.for_type(Figure, render)
         return
     from IPython.core.pylabtools import print_figure
     png.for_type(Figure, lambda fig: print_figure(fig, "png", dpi=DPI))

@@ -128,3 +128,39 @@ def families(tmp_path_factory):
     for font in fonts:
         font_manager.fontManager.addfont(str(font))
     return [font_manager.FontProperties(fname=str(f)).get_name() for f in fonts]
+
+
+SHOWN_IN_A_BUILD_KERNEL = r"""
+import json, sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+import attnbook.plots as plots
+from attnbook.figure_text import TRANSLATED_PNG
+drawn = []
+real = plots.palette_png
+plots.palette_png = lambda *a, **k: drawn.append(1) or real(*a, **k)
+fig, ax = plots.new_figure(3, 2)
+ax.set_title("weights")
+data, _ = shell.display_formatter.format(fig)
+print(json.dumps({"drawn": len(drawn), "types": sorted(data)}))
+"""
+
+
+def test_a_figure_shown_in_the_build_is_drawn_once_per_edition(tmp_path):
+    """In the build's kernels (ATTNBOOK_STATIC, a figure catalogue) a figure a
+    cell shows is drawn twice, English and Chinese, and no third time: an
+    image/png formatter registered beside the bundle made IPython draw it again."""
+    import json
+    import os
+    import subprocess
+    import sys
+    catalogue = tmp_path / "catalogue.json"
+    catalogue.write_text(json.dumps({"messages": {"weights": "权重"}, "fonts": []}))
+    env = {**os.environ, plots.STATIC_ENV: "1",
+           figure_text.CATALOGUE_ENV: str(catalogue)}
+    run = subprocess.run([sys.executable, "-c", SHOWN_IN_A_BUILD_KERNEL], env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    found = json.loads(run.stdout.splitlines()[-1])
+    assert found == {"drawn": 2, "types": sorted(["image/png", figure_text.TRANSLATED_PNG,
+                                                    "text/plain"])}
