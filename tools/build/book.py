@@ -42,7 +42,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.build import figures
+from tools.build import figures, warm_kernels
 from tools.project import ROOT, book_config, config, toc_notebooks
 
 VENDOR = ROOT / "_vendor"
@@ -210,7 +210,8 @@ def execute_notebook(nb, cwd: Path, env: dict[str, str] | None = None):
     with kernel_environment(env):
         return single_nb_execution(nb, cwd=str(cwd), timeout=settings["timeout"],
                                    allow_errors=settings["allow_errors"], meta_override=True,
-                                   shutdown_kernel="immediate")
+                                   shutdown_kernel="immediate",
+                                   **warm_kernels.client_options())
 
 
 def is_removed(cell) -> bool:
@@ -308,7 +309,8 @@ def pre_execute(cache_path: Path) -> list[str]:
         log(f"executing {len(todo)} notebook(s), {workers} at a time")
         start = time.perf_counter()
         todo.sort(key=lambda p: -p.stat().st_size)      # longest (roughly) first
-        with ProcessPoolExecutor(workers) as pool:
+        with kernel_environment(), warm_kernels.serving(), \
+                ProcessPoolExecutor(workers) as pool:
             for path, nb, seconds, failure in pool.map(_execute, todo):
                 if failure:
                     failed.append(failure)

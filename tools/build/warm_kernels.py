@@ -1,0 +1,174 @@
+"""Kernels forked from a process that has already imported the heavy modules.
+
+A fresh IPython kernel spends about 2 s of CPU before a notebook's first line
+does any work: 0.6 s to start, 1.2 s to import torch, 0.3 s more for
+matplotlib (`make bench`, "kernel:" rows). The build executes every chapter
+in a fresh kernel, so that is about half a minute of a clean build on two
+cores. Here one server process imports those modules once and forks a child
+per kernel; the child runs an ordinary ipykernel (IPKernelApp) on the
+connection file jupyter_client wrote, so each chapter still starts with an
+empty namespace and its own process. Nothing of the book's is imported
+before the fork (attnbook registers its figure formatters with the kernel's
+IPython when it is imported), and the server computes nothing, so torch's
+thread pools, CPU dispatch (ATEN_CPU_CAPABILITY) and MKL start in the child,
+from the child's environment.
+
+Use: `serving()` runs the server for the duration of a `with` block;
+`client_options()` gives nbclient's NotebookClient the kernel manager that
+starts kernels from it.
+The kernel command becomes this file, run with `-S` (standard library only)
+as a launcher: it hands the server its arguments, environment, working
+directory and standard streams, forwards interrupts, and lives as long as
+the forked kernel, so jupyter_client can watch and kill it as it would a
+kernel; a child whose launcher dies (jupyter_client kills it after the last
+cell) exits with it.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+
+#: Imported once by the server, before any fork (none of them computes
+#: anything at import). Not attnbook: see the module's docstring.
+PRELOAD = ("numpy", "torch", "torch.nn.functional", "matplotlib.figure",
+           "matplotlib.backends.backend_agg", "matplotlib.font_manager", "PIL.Image",
+           "ipywidgets", "ipykernel.kernelapp", "ipykernel.ipkernel")
+#: Where the launcher finds the server's socket.
+SOCKET_ENV = "ATTNBOOK_WARM_KERNELS"
+
+
+# --- the launcher: what jupyter_client starts as the kernel -----------------
+
+def launch(argv: list[str]) -> int:
+    """Ask the server for a kernel run with `argv`; wait until it ends."""
+    conn = socket.socket(socket.AF_UNIX)
+    conn.connect(os.environ[SOCKET_ENV])
+    request = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()})
+    socket.send_fds(conn, [request.encode() + b"\n"], [0, 1, 2])
+    reply = conn.makefile("rb").readline()
+    if not reply:
+        return 1
+    child = int(reply)
+
+    def forward(signum, _frame):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, forward)
+    while conn.recv(1):     # the kernel closes its end when it exits
+        pass
+    return 0
+
+
+# --- the server ---------------------------------------------------------------
+
+def serve(path: str) -> None:
+    """Listen on the Unix socket `path`, import PRELOAD, then fork a kernel
+    per request."""
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen(16)     # launchers queue up while the imports run
+    import importlib
+    for name in PRELOAD:
+        importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)       # children reap themselves
+    while True:
+        conn, _ = listener.accept()
+        message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+        while not message.endswith(b"\n"):
+            message += conn.recv(1 << 20)
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            _run_kernel(conn, json.loads(message), fds)
+        conn.sendall(f"{pid}\n".encode())
+        conn.close()
+        for fd in fds:
+            os.close(fd)
+
+
+def _run_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
+    """In the forked child: become the launcher's kernel, then exit."""
+    import threading
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    for fd, std in zip(fds, (0, 1, 2)):
+        os.dup2(fd, std)
+        os.close(fd)
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    sys.path[0] = request["cwd"]       # as `python -m ipykernel_launcher` run there
+
+    def exit_with_launcher():
+        while conn.recv(1):
+            pass
+        os._exit(1)
+    threading.Thread(target=exit_with_launcher, daemon=True).start()
+    status = 0
+    try:
+        from ipykernel.kernelapp import IPKernelApp
+        IPKernelApp.launch_instance(argv=request["argv"])
+    except SystemExit as stop:
+        status = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        import traceback
+        traceback.print_exc()
+        status = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+# --- the build's side -----------------------------------------------------------
+
+@contextlib.contextmanager
+def serving():
+    """Run the server while the block runs. Its socket is in a new temporary
+    folder (a Unix socket's path must be short, so not inside the book)."""
+    import subprocess
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="attnbook-kernels-") as tmp:
+        path = os.path.join(tmp, "socket")
+        server = subprocess.Popen([sys.executable, __file__, "serve", path])
+        try:
+            import time
+            deadline = time.monotonic() + 30
+            while not os.path.exists(path):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the warm-kernel server did not start")
+                time.sleep(0.01)
+            os.environ[SOCKET_ENV] = path
+            yield
+        finally:
+            os.environ.pop(SOCKET_ENV, None)
+            server.terminate()
+            server.wait()
+
+
+def client_options() -> dict:
+    """Keyword arguments for nbclient's NotebookClient: kernels from the
+    server while `serving()` runs (in this process or its parent), otherwise
+    none."""
+    if SOCKET_ENV not in os.environ:
+        return {}
+    from jupyter_client.manager import AsyncKernelManager
+
+    class WarmKernelManager(AsyncKernelManager):
+        """jupyter_client's kernel manager, with this file as the kernel command."""
+
+        def format_kernel_cmd(self, extra_arguments=None):
+            cmd = super().format_kernel_cmd(extra_arguments)
+            return [sys.executable, "-S", os.path.abspath(__file__), *cmd[cmd.index("-f"):]]
+    return {"kernel_manager_class": WarmKernelManager}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["serve"]:
+        serve(sys.argv[2])
+    else:
+        sys.exit(launch(sys.argv[1:]))
