@@ -27,6 +27,24 @@ def float_tensor(x, name: str, min_ndim: int, layout: str) -> torch.Tensor:
     return x
 
 
+def token_ids(t, name: str, vocab: int, layout: str = "(batch, n)", ndim: int = 2,
+              max_len: int | None = None) -> torch.Tensor:
+    """`t` if it is a tensor of integer token ids with `ndim` axes, each id in
+    [0, vocab), and, with `max_len`, 1 <= n <= max_len tokens on its last axis."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch tensor of integer token ids, got "
+                        f"{type(t).__name__}")
+    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer ids (int64), got dtype {t.dtype}")
+    if t.dim() != ndim or (max_len is not None and not 1 <= t.shape[-1] <= max_len):
+        limit = "" if max_len is None else f" with 1 <= n <= max_len = {max_len}"
+        raise ValueError(f"{name} must have shape {layout}{limit}; got {tuple(t.shape)}")
+    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= vocab):
+        raise ValueError(f"{name} must hold ids in [0, vocab) = [0, {vocab}); got ids from "
+                         f"{int(t.min())} to {int(t.max())}")
+    return t
+
+
 def require_finite_tensor(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> None:
     """attnbook._checks.require_finite for a tensor (it converts only on failure).
     A tensor on the meta device has shapes but no values, and passes."""

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ._checks import as_real, generator, integer_at_least, positive_int, require_finite
-from ._checks_torch import require_finite_result
+from ._checks_torch import require_finite_result, token_ids
 from .layer import causal_heads, register_causal_mask
 from .optim import Adam, one_thread
 from .positions import sinusoidal_positions
@@ -35,10 +35,15 @@ def repeated_tokens(rng, n_sequences: int, half: int, vocab: int) -> np.ndarray:
 
     Taught in :doc:`/chapters/16_induction_head` (chapter 16).
 
+    Only the second half can be predicted, and only by finding the current
+    token's earlier occurrence and copying the token that followed it: the
+    task an induction head solves.
+
     Parameters
     ----------
     rng : numpy.random.Generator
-        The only source of randomness.
+        The only source of randomness: the same generator state gives the
+        same sequences.
     n_sequences : int
         How many sequences (rows).
     half : int
@@ -156,7 +161,7 @@ class AttentionOnly(nn.Module):
             Rows = queries, columns = keys; an ablated head's weights are
             still returned (they are what it would have used).
         """
-        _check_tokens(tokens, self.vocab, self.max_len)
+        token_ids(tokens, "tokens", self.vocab, max_len=self.max_len)
         keep = _keep(ablate, self.n_layers, self.n_heads)            # (n_layers, n_heads)
         x = self.tok_emb(tokens)                                     # (batch, n, d_model)
         weights = []
@@ -186,20 +191,6 @@ def _keep(ablate, n_layers: int, n_heads: int) -> torch.Tensor:
     return keep
 
 
-def _check_tokens(tokens, vocab: int, max_len: int) -> None:
-    if not isinstance(tokens, torch.Tensor) or tokens.dtype.is_floating_point \
-            or tokens.dtype.is_complex or tokens.dtype == torch.bool:
-        dtype = f" of dtype {tokens.dtype}" if isinstance(tokens, torch.Tensor) else ""
-        raise TypeError(f"tokens must be a tensor of integer token ids, got "
-                        f"{type(tokens).__name__}{dtype}")
-    if tokens.dim() != 2 or not 1 <= tokens.shape[1] <= max_len:
-        raise ValueError(f"tokens must have shape (batch, n) with 1 <= n <= max_len = "
-                         f"{max_len}; got {tuple(tokens.shape)}")
-    if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab):
-        raise ValueError(f"tokens must hold ids in [0, vocab) = [0, {vocab}); got ids from "
-                         f"{tokens.min().item()} to {tokens.max().item()}")
-
-
 class InductionRun(NamedTuple):
     """What `train_induction` records.
 
@@ -208,7 +199,8 @@ class InductionRun(NamedTuple):
     Parameters
     ----------
     losses : ndarray, shape (n_steps,)
-        The training loss at each step.
+        The training loss at each step: the mean cross-entropy of every
+        next-token prediction in the step's batch, both halves together.
     checkpoint_steps : ndarray, shape (n_checkpoints,)
         The steps at which the parameters were saved (0 is before training).
     checkpoints : list of dict

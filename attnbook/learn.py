@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from ._checks import flag, generator, integer_at_least, positive_int
-from ._checks_torch import check_target, row_tensors
+from ._checks_torch import check_target, row_tensors, token_ids
 from .optim import Adam, one_thread
 from .positions import sinusoidal_positions
 
@@ -197,7 +197,7 @@ class SequenceAttention(nn.Module):
         weights : torch.Tensor, shape (batch, n, n)
             Rows = queries (output positions), columns = keys.
         """
-        _check_tokens(tokens, "tokens", 2, "(batch, n)", self.n_symbols)
+        token_ids(tokens, "tokens", self.n_symbols)
         if tokens.shape[1] != self.n:
             raise ValueError(f"tokens must have shape (batch, {self.n}); got "
                              f"{tuple(tokens.shape)}")
@@ -251,9 +251,9 @@ class LookupAttention(nn.Module):
         logits : torch.Tensor, shape (batch, n_values)
         weights : torch.Tensor, shape (batch, n_pairs)
         """
-        _check_tokens(keys, "keys", 2, "(batch, n_pairs)", self.n_keys)
-        _check_tokens(values, "values", 2, "(batch, n_pairs)", self.n_values)
-        _check_tokens(query, "query", 1, "(batch,)", self.n_keys)
+        token_ids(keys, "keys", self.n_keys, "(batch, n_pairs)")
+        token_ids(values, "values", self.n_values, "(batch, n_pairs)")
+        token_ids(query, "query", self.n_keys, "(batch,)", ndim=1)
         if values.shape != keys.shape or query.shape[0] != keys.shape[0]:
             raise ValueError(f"keys and values must have the same shape (batch, n_pairs) and "
                              f"query shape (batch,); got keys {tuple(keys.shape)}, values "
@@ -265,18 +265,6 @@ class LookupAttention(nn.Module):
         q = self.key_embed(query)[:, None, :]                       # (batch, 1, d_model)
         mixed, weights = _attend(q, pairs, pairs, self.W_q, self.W_k, self.W_v)
         return self.readout(mixed[:, 0]), weights[:, 0]             # (batch, n_values), (batch, n_pairs)
-
-
-def _check_tokens(t, name: str, ndim: int, layout: str, vocab: int) -> None:
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch tensor of integer ids, got {type(t).__name__}")
-    if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer ids (int64), got dtype {t.dtype}")
-    if t.dim() != ndim:
-        raise ValueError(f"{name} must have shape {layout}; got shape {tuple(t.shape)}")
-    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= vocab):
-        raise ValueError(f"{name} must hold ids in [0, {vocab - 1}]; got values from "
-                         f"{int(t.min())} to {int(t.max())}")
 
 
 class TrainingRun(NamedTuple):

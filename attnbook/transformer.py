@@ -19,6 +19,7 @@ from ._checks_torch import (
     float_tensor,
     require_finite_result,
     require_same_dtype,
+    token_ids,
 )
 from .layer import (
     CausalSelfAttention,
@@ -233,11 +234,13 @@ class Block(nn.Module):
 
     def forward(self, x: torch.Tensor, cache: KVCache | None = None,
                 key_mask: torch.Tensor | None = None):
-        """Run the block.
+        """Run the block: pre-LN, x plus what the sublayers add (`writes`);
+        post-LN, a normalisation after each addition.
 
         Parameters
         ----------
         x : torch.Tensor, shape (batch, n, d_model)
+            The residual stream.
         cache : KVCache, optional
             Passed to the attention layer (generation one token at a time).
         key_mask : torch.Tensor of bool, shape (batch, n_past + n), optional
@@ -317,13 +320,8 @@ class TinyGPT(nn.Module):
 
     def _embed(self, idx, cache=None, real=None) -> torch.Tensor:
         """Token plus position embeddings, (batch, n, d_model), with the checks."""
-        if not isinstance(idx, torch.Tensor) or idx.dtype.is_floating_point \
-                or idx.dtype == torch.bool or idx.is_complex():
-            raise TypeError(f"idx must be a tensor of integer token ids, got "
-                            f"{type(idx).__name__}"
-                            + (f" of dtype {idx.dtype}" if isinstance(idx, torch.Tensor)
-                               else ""))
-        if idx.dim() != 2 or idx.shape[1] == 0:
+        token_ids(idx, "idx", self.vocab)
+        if idx.shape[1] == 0:
             raise ValueError(f"idx must have shape (batch, n) with n >= 1; got "
                              f"{tuple(idx.shape)}")
         n_past = self._cached(cache)
@@ -333,9 +331,6 @@ class TinyGPT(nn.Module):
                              + (f" after n_past = {n_past} cached ones" if n_past else "")
                              + f", more than max_len = {self.max_len}, the positions the "
                              f"model has embeddings for")
-        if idx.numel() and (idx.min() < 0 or idx.max() >= self.vocab):
-            raise ValueError(f"idx must hold token ids in [0, vocab) = [0, {self.vocab}); "
-                             f"got ids from {idx.min().item()} to {idx.max().item()}")
         if real is None:
             positions = torch.arange(n_past, n_all, device=idx.device)  # (n,)
         else:

@@ -235,7 +235,7 @@ def test_bad_tokens_are_named_with_their_shape():
         model(torch.tensor([[0, 1, 2, 3]]))
     with pytest.raises(TypeError, match="tokens must hold integer ids"):
         model(torch.tensor([[0.0, 1.0, 2.0]]))
-    with pytest.raises(ValueError, match=r"tokens must hold ids in \[0, 4\]"):
+    with pytest.raises(ValueError, match=r"tokens must hold ids in \[0, vocab\) = \[0, 5\)"):
         model(torch.tensor([[0, 1, 5]]))
     with pytest.raises(TypeError, match="tokens must be a torch tensor"):
         model([[0, 1, 2]])

@@ -9,6 +9,7 @@ from matplotlib.patches import Rectangle
 from .. import plots
 from .._checks import as_real, index_into, labels_for, positive_int, require_finite, require_ndim
 from .explorer import Explorer
+from .training import STEP_COLOUR, over_steps
 
 
 def explore_induction(steps, weights, half: int, scores, losses,
@@ -89,23 +90,18 @@ def explore_induction(steps, weights, half: int, scores, losses,
     ax_s.plot(steps, scores, color="#1b9e77", lw=1.5, label="induction score")
     ax_s.set_ylabel("induction score", color="#1b9e77")
     ax_s.set_ylim(0, 1)
-    marker = ax_c.axvline(steps[index], color="#d95f02", lw=1.5)
+    marker = ax_c.axvline(steps[index], color=STEP_COLOUR, lw=1.5)
     dot_l, = ax_c.plot([], [], "o", color="#2166ac", ms=5)
     dot_s, = ax_s.plot([], [], "o", color="#1b9e77", ms=5)
     caption = fig.suptitle("")
 
-    def update(i: int) -> None:
-        im.set_data(w[i])
-        s = steps[i]
-        marker.set_xdata([s, s])
+    def show(i: int, s: int) -> None:
         dot_l.set_data([s], [losses[i]])
         dot_s.set_data([s], [scores[i]])
-        caption.set_text(f"after {int(s)} training steps: induction score {scores[i]:.2f}, "
+        caption.set_text(f"after {s} training steps: induction score {scores[i]:.2f}, "
                          f"loss on the second half {losses[i]:.2f}")
 
-    return Explorer("step", [int(s) for s in steps], [str(int(s)) for s in steps], fig,
-                    update, index, "The attention weights of one head on a sequence whose "
-                    "second half repeats its first, with the induction stripe outlined, "
-                    "beside its induction score and the loss on the second half over "
-                    "training",
-                    dynamic=[im, marker, dot_l, dot_s, caption])
+    return over_steps(fig, steps, index, im, w, marker, show, [dot_l, dot_s, caption],
+                      "The attention weights of one head on a sequence whose second half "
+                      "repeats its first, with the induction stripe outlined, beside its "
+                      "induction score and the loss on the second half over training")

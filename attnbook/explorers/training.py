@@ -50,19 +50,34 @@ def explore_training(steps, weights, losses, row_labels: Sequence[str] | None = 
     ax_loss.plot(np.arange(len(losses)), losses, color="#2166ac", lw=1)
     ax_loss.set_xlabel("training step")
     ax_loss.set_ylabel("training loss")
-    marker = ax_loss.axvline(steps[index], color="#d95f02", lw=1.5)
-    dot, = ax_loss.plot([], [], "o", color="#d95f02", ms=5)
+    marker = ax_loss.axvline(steps[index], color=STEP_COLOUR, lw=1.5)
+    dot, = ax_loss.plot([], [], "o", color=STEP_COLOUR, ms=5)
     caption = fig.suptitle("")
 
+    def show(i: int, s: int) -> None:
+        at = min(s, len(losses) - 1)
+        dot.set_data([at], [losses[at]])
+        caption.set_text(f"after {s} training steps")
+
+    return over_steps(fig, steps, index, im, w, marker, show, [dot, caption],
+                      "Attention weights of a probe input at each recorded training step, "
+                      "beside the training loss curve with that step marked")
+
+
+#: The line (and dot) that marks the slider's step on a training curve.
+STEP_COLOUR = "#d95f02"
+
+
+def over_steps(fig, steps, index: int, im, w, marker, show, dynamic: list,
+               alt: str) -> Explorer:
+    """An Explorer over recorded training steps, the frame for step i showing
+    w[i] in the image `im` and the vertical line `marker` at that step;
+    ``show(i, step)`` draws the rest, on the artists in `dynamic`."""
     def update(i: int) -> None:
         im.set_data(w[i])
-        s = steps[i]
+        s = int(steps[i])
         marker.set_xdata([s, s])
-        at = int(min(s, len(losses) - 1))
-        dot.set_data([at], [losses[at]])
-        caption.set_text(f"after {int(s)} training steps")
+        show(i, s)
 
     return Explorer("step", [int(s) for s in steps], [str(int(s)) for s in steps], fig,
-                    update, index, "Attention weights of a probe input at each recorded "
-                    "training step, beside the training loss curve with that step marked",
-                    dynamic=[im, marker, dot, caption])
+                    update, index, alt, dynamic=[im, marker, *dynamic])
