@@ -95,7 +95,7 @@ def _run_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
     """In the forked child: become the launcher's kernel, then exit."""
     import threading
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    for fd, std in zip(fds, (0, 1, 2)):
+    for fd, std in zip(fds, (0, 1, 2), strict=True):
         os.dup2(fd, std)
         os.close(fd)
     os.environ.clear()

@@ -41,7 +41,6 @@ tools/build/book.py sets the Chinese edition's settings (ZH_SETTINGS).
 from __future__ import annotations
 
 import contextlib
-
 import gettext
 import io
 import json
