@@ -4,7 +4,7 @@ search query) is tools/sphinx/i18n_ui.py's, which this extension loads.
 
 Only prose and the figures' alt text are translated
 (locales/zh_CN/LC_MESSAGES/*.po); code, outputs, glued numbers and figures
-come from the same executed notebooks. Seven pieces, each a few lines:
+come from the same executed notebooks. Eight pieces, each a few lines:
 
 1. Glue roles in translated messages. myst-nb parses a notebook with a
    notebook renderer that holds the notebook's glue data, stores it on the
@@ -39,7 +39,9 @@ come from the same executed notebooks. Seven pieces, each a few lines:
    the dictionary lists. Pages are cut with jieba's dictionary alone (no
    HMM, which coins words from context), so a phrase is cut alike on every
    page, and the query splitter segments a query against the index's terms
-   in the browser (tools/sphinx/i18n_ui.py, piece 5).
+   in the browser (tools/sphinx/i18n_ui.py, piece 5). The Latin words met
+   while indexing are kept in a set (Sphinx 7.4 keeps a list and searches it
+   for every word it stems, which took 7.3 of a profiled 50 s build).
 5. Figure alt text. A figure is a cell output (image/png beside text/plain);
    its alt text comes from the cell's metadata (``mystnb.image.alt``) and is
    on the image node from the start, so Sphinx's ``Locale`` transform
@@ -65,6 +67,12 @@ come from the same executed notebooks. Seven pieces, each a few lines:
    explorer frames among it): 55 MB of doctrees against 8.9 MB in English,
    and 4 s of unpickling on a one-page rebuild. After reading, every node is
    pointed back at its page and the replaced nodes leave ``document.ids``.
+8. One set of default settings. myst-parser 3 (which jupyter-book 1 pins)
+   builds docutils' default settings, an option parser, for a throwaway
+   document on every parse, even when it is handed the document to fill
+   (``options.get("document", make_document())``). Sphinx parses each of the
+   Chinese edition's 1,700 messages on its own: 3.9 of a profiled 50 s
+   build. The defaults are now built once per parser and copied.
 
 The figures' and explorers' own text (their titles, labels, sliders and
 alt text) is drawn in Chinese by the kernel: tools/sphinx/figures.py.
@@ -97,6 +105,26 @@ class _KeepRenderer(dict):
         if key == "nb_renderer" and value is not None:
             self.temp_data[KEY] = value
         return value
+
+
+def build_default_settings_once() -> None:
+    """Piece 8: myst-parser's make_document copies defaults made once."""
+    import copy
+    import functools
+
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser as RSTParser
+    from docutils.utils import new_document
+    from myst_parser.mdit_to_docutils import base
+    if getattr(base.make_document, "_defaults_once", False):
+        return
+    defaults = functools.cache(get_default_settings)
+
+    def make_document(source_path="notset", parser_cls=RSTParser):
+        return new_document(source_path, settings=copy.deepcopy(defaults(parser_cls)))
+
+    make_document._defaults_once = True
+    base.make_document = make_document
 
 
 def patch_myst_nb_parser() -> None:
@@ -310,6 +338,7 @@ def add_language_switch(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     app.setup_extension("tools.sphinx.i18n_ui")    # the interface around the prose
     patch_myst_nb_parser()
+    build_default_settings_once()
     register_search_language()
     app.connect("config-inited", _search_dictionary)
     app.connect("config-inited", _extract_figures)
