@@ -29,10 +29,13 @@ import json
 import os
 import re
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure
-from matplotlib.text import Text
-from matplotlib.ticker import Formatter
+# matplotlib is imported when a figure is translated: the build's tools read
+# this module's constants without paying for it
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from matplotlib.text import Text
 
 __all__ = ["template", "needs_translation", "translate", "texts", "translated", "catalogue",
            "figure_bundle"]
@@ -152,6 +155,7 @@ def catalogue() -> dict | None:
 
 def _texts(fig: Figure) -> Iterator[Text]:
     """Every Text artist of `fig` with something in it, tick labels included."""
+    from matplotlib.text import Text
     seen = set()
     for artist in fig.findobj(Text):
         if id(artist) not in seen and artist.get_text().strip():
@@ -159,26 +163,31 @@ def _texts(fig: Figure) -> Iterator[Text]:
             yield artist
 
 
-class _Translating(Formatter):
-    """Tick labels of another formatter, each passed through `swap`."""
+@functools.cache
+def _translating():
+    """The class of tick-label formatters that pass another's labels through
+    `swap` (made on first use, when matplotlib is imported anyway)."""
+    from matplotlib.ticker import Formatter
 
-    def __init__(self, inner: Formatter, swap):
-        self.inner, self.swap = inner, swap
+    class _Translating(Formatter):
+        def __init__(self, inner: Formatter, swap):
+            self.inner, self.swap = inner, swap
 
-    def __call__(self, x, pos=None):
-        return self.swap(str(self.inner(x, pos)))
+        def __call__(self, x, pos=None):
+            return self.swap(str(self.inner(x, pos)))
 
-    def format_ticks(self, values):
-        return [self.swap(str(s)) for s in self.inner.format_ticks(values)]
+        def format_ticks(self, values):
+            return [self.swap(str(s)) for s in self.inner.format_ticks(values)]
 
-    def set_locs(self, locs):
-        self.inner.set_locs(locs)
+        def set_locs(self, locs):
+            self.inner.set_locs(locs)
 
-    def get_offset(self):
-        return self.inner.get_offset()
+        def get_offset(self):
+            return self.inner.get_offset()
 
-    def set_axis(self, axis):
-        self.axis = axis
+        def set_axis(self, axis):
+            self.axis = axis
+    return _Translating
 
 
 def _axes(fig: Figure):
@@ -258,8 +267,9 @@ def translated(fig: Figure, messages: dict[str, str], families: Sequence[str] = 
             artist.set_fontfamily([*fonts, *families])
     # tick labels are written by the axes' formatters at each drawing
     formatters = [(axis, axis.major.formatter, axis.minor.formatter) for axis in _axes(fig)]
+    wrap = _translating()
     for axis, major, minor in formatters:
-        axis.major.formatter, axis.minor.formatter = _Translating(major, swap), _Translating(minor, swap)
+        axis.major.formatter, axis.minor.formatter = wrap(major, swap), wrap(minor, swap)
     try:
         yield missing
     finally:

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
+from matplotlib.text import Text
 from PIL import Image
 
 from attnbook import figure_text, plots
@@ -74,7 +75,7 @@ def _tick_labels(fig) -> list[str]:
 
 def _shown(fig) -> set[str]:
     plots.palette_png(fig, 72)
-    return {t.get_text() for t in fig.findobj(figure_text.Text)} | set(_tick_labels(fig))
+    return {t.get_text() for t in fig.findobj(Text)} | set(_tick_labels(fig))
 
 
 def test_every_kind_of_text_is_translated_and_put_back(families):
