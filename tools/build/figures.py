@@ -84,13 +84,15 @@ def write_catalogue() -> Path | None:
     `extract`."""
     from tools.sphinx.a11y import font_sources
     messages = translations()
+    target = OUT / "catalogue.json"
+    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
+    if target.is_file():        # made for these messages, fonts and all: nothing to do
+        made = json.loads(target.read_text())
+        if made["digest"] == digest and all(Path(f).is_file() for f in made["fonts"]):
+            return target
     chars = {c for text in messages.values() for c in text if c.isprintable()} - _dejavu_sans()
     if chars and not font_sources():
         return None
-    target = OUT / "catalogue.json"
-    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
-    if target.is_file() and json.loads(target.read_text())["digest"] == digest:
-        return target
     OUT.mkdir(parents=True, exist_ok=True)
     fonts = _fonts(chars)
     target.write_text(json.dumps({"language": "zh_CN", "digest": digest,
