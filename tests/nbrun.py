@@ -16,6 +16,8 @@ NameError, as it would for the reader.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import os
 import shutil
@@ -26,15 +28,36 @@ from pathlib import Path
 import nbformat
 from nbclient.exceptions import CellExecutionError
 
-from tools.build.book import describe_failure, execute_notebook, isolate_removed_cells
+from tools.build import warm_kernels
+from tools.build.book import (
+    describe_failure,
+    execute_notebook,
+    isolate_removed_cells,
+    kernel_environment,
+)
 from tools.project import ROOT, config
+
+#: Warm-kernel servers (tools/build/warm_kernels.py, as the build uses), one
+#: per environment the tests ask for, kept until this test process ends.
+_SERVERS = contextlib.ExitStack()
+atexit.register(_SERVERS.close)
+
+
+@functools.cache
+def _server(env: frozenset) -> str:
+    """The socket of a server started in the kernels' environment `env`."""
+    with kernel_environment(dict(env)):
+        return _SERVERS.enter_context(warm_kernels.serving(announce=False))
 
 
 def run(nb: nbformat.NotebookNode, where: str, cwd: Path,
         env: dict[str, str] | None = None) -> nbformat.NotebookNode:
     """Execute `nb` in place in a fresh kernel as the build does (with `env`
-    on top of the build's kernel environment); on failure, name the cell."""
+    on top of the build's kernel environment, forked like the build's from
+    a server started in that same environment); on failure, name the cell."""
     isolate_removed_cells(nb)
+    env = dict(env or {})
+    env[warm_kernels.SOCKET_ENV] = _server(frozenset(env.items()))
     err = execute_notebook(nb, cwd, env).err
     if err is not None:
         raise CellExecutionError(describe_failure(nb, where, err),

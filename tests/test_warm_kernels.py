@@ -95,3 +95,15 @@ def test_without_the_server_kernels_start_as_usual(tmp_path, monkeypatch):
     assert result.err is None
     assert printed(nb).strip().split("|")[-2] == "False", "a fresh kernel imports no torch"
 
+
+
+def test_the_tests_kernels_take_the_machine_their_environment_names(tmp_path):
+    """tests/nbrun.py starts a server per environment (tests/test_platforms.py
+    emulates machines with them): what torch reads when it loads or first
+    computes must be the emulated machine's, not the server's defaults."""
+    from nbrun import run as run_like_the_tests
+    nb = new_notebook(cells=[new_code_cell(
+        "import torch\nprint(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())")])
+    run_like_the_tests(nb, "probe", tmp_path, {"ATEN_CPU_CAPABILITY": "default",
+                                              "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
+    assert printed(nb).split() == ["DEFAULT", "2"]

@@ -76,8 +76,15 @@ def serve(path: str) -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)       # children reap themselves
+    parent = os.getppid()
+    listener.settimeout(1.0)
     while True:
-        conn, _ = listener.accept()
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            if os.getppid() != parent:      # whoever started it is gone: so is the need
+                return
+            continue
         message, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
         while not message.endswith(b"\n"):
             message += conn.recv(1 << 20)
@@ -127,33 +134,40 @@ def _run_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
 # --- the build's side -----------------------------------------------------------
 
 @contextlib.contextmanager
-def serving():
-    """Run the server while the block runs. Its socket is in a new temporary
-    folder (a Unix socket's path must be short, so not inside the book)."""
+def serving(announce: bool = True):
+    """Run the server while the block runs; yields its socket's path. The
+    server starts from this process's environment, which its kernels must
+    share for what is read when torch loads (OMP_NUM_THREADS and the like).
+    With `announce`, SOCKET_ENV names it meanwhile, so that every kernel
+    this process and its children start comes from it; otherwise pass
+    SOCKET_ENV in the environment of the kernels that should. The socket is
+    in a new temporary folder (a Unix socket's path must be short, so not
+    inside the book)."""
     import subprocess
     import tempfile
+    import time
     with tempfile.TemporaryDirectory(prefix="attnbook-kernels-") as tmp:
         path = os.path.join(tmp, "socket")
         server = subprocess.Popen([sys.executable, __file__, "serve", path])
         try:
-            import time
             deadline = time.monotonic() + 30
             while not os.path.exists(path):
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the warm-kernel server did not start")
                 time.sleep(0.01)
-            os.environ[SOCKET_ENV] = path
-            yield
+            if announce:
+                os.environ[SOCKET_ENV] = path
+            yield path
         finally:
-            os.environ.pop(SOCKET_ENV, None)
+            if announce:
+                os.environ.pop(SOCKET_ENV, None)
             server.terminate()
             server.wait()
 
 
 def client_options() -> dict:
     """Keyword arguments for nbclient's NotebookClient: kernels from the
-    server while `serving()` runs (in this process or its parent), otherwise
-    none."""
+    server that SOCKET_ENV names, if it names one, otherwise none."""
     if SOCKET_ENV not in os.environ:
         return {}
     from jupyter_client.manager import AsyncKernelManager
