@@ -113,16 +113,23 @@ def bench_builds(book: Path) -> None:
         english, _ = build(book, "--force", "--english-only")
         row("clean build of both editions / English only", clean / english, "x", limit=1.5,
             note=f"{clean:.1f} s / {english:.1f} s")
+    # Three edits, each a new sentence: one rebuild varies by about a second
+    # on this machine, so the median is what is compared with the budget.
     path = book / PROSE_EDIT
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    first = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
-    first["source"][-1] = first["source"][-1].rstrip("\n") + " " + SENTENCE
-    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    prose, _ = build(book)
     page = book / "_build" / "html" / Path(PROSE_EDIT).with_suffix(".html")
-    seen = SENTENCE in page.read_text(encoding="utf-8")
-    row("rebuild after a one-sentence edit", prose if seen else None, "s", limit=5,
-        note="" if seen else "the edited sentence is not on the rebuilt page")
+    seconds, seen = [], True
+    for i in range(3):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        first = next(c for c in nb["cells"] if c["cell_type"] == "markdown")
+        sentence = f"{SENTENCE} ({i + 1})"
+        first["source"][-1] = first["source"][-1].rstrip("\n") + " " + sentence
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        seconds.append(build(book)[0])
+        seen = seen and sentence in page.read_text(encoding="utf-8")
+    row("rebuild after a one-sentence edit (median of 3)",
+        statistics.median(seconds) if seen else None, "s", limit=5,
+        note=(", ".join(f"{s:.2f}" for s in seconds) + " s" if seen
+              else "an edited sentence is not on the rebuilt page"))
 
 
 # --- running: import, explorers, attention -----------------------------------
