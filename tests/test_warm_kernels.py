@@ -16,7 +16,7 @@ from tools.build import book, warm_kernels
 PROBE = """
 import os, sys
 print(os.getpid(), os.getppid(), os.getcwd(), os.environ.get("ATTNBOOK_PROBE"),
-      "torch" in sys.modules, "attnbook" in sys.modules, sep="|")
+      "torch" in sys.modules, "attnbook" in sys.modules, sys.path, sep="|")
 """
 
 
@@ -26,6 +26,16 @@ def run(cells: list[str], cwd, env=None):
                                                "display_name": "Python 3"}})
     result = book.execute_notebook(nb, cwd, env=env)
     return nb, result
+
+
+def run_fresh(cells: list[str], cwd):
+    """`run` in a kernel started the usual way, whatever the fixtures serve."""
+    saved = os.environ.pop(warm_kernels.SOCKET_ENV, None)
+    try:
+        return run(cells, cwd)
+    finally:
+        if saved is not None:
+            os.environ[warm_kernels.SOCKET_ENV] = saved
 
 
 def printed(nb, i: int = 0) -> str:
@@ -47,8 +57,8 @@ def test_a_warm_kernel_is_a_fresh_process_with_the_launchers_place_and_environme
     assert result.err is None, result.err
     second, _ = run([PROBE, "print('x' in globals())"], tmp_path / "..",
                     env={"ATTNBOOK_PROBE": "second"})
-    pid1, parent1, cwd1, probe1, torch1, attnbook1 = printed(first).strip().split("|")
-    pid2, parent2, cwd2, probe2, torch2, _ = printed(second).strip().split("|")
+    pid1, parent1, cwd1, probe1, torch1, attnbook1, path1 = printed(first).strip().split("|")
+    pid2, parent2, cwd2, probe2, torch2, _, _ = printed(second).strip().split("|")
     assert pid1 != pid2 and int(pid1) != os.getpid()
     assert parent1 == parent2, "both kernels should be children of the one server"
     assert (cwd1, cwd2) == (str(tmp_path), str(tmp_path.parent))
@@ -56,6 +66,8 @@ def test_a_warm_kernel_is_a_fresh_process_with_the_launchers_place_and_environme
     assert torch1 == torch2 == "True", "torch should be imported before the first cell"
     assert attnbook1 == "False", "the book's own package is imported by the notebook"
     assert printed(first, 2).strip() == "['x']" and printed(second, 1).strip() == "False"
+    fresh, _ = run_fresh([PROBE], tmp_path)
+    assert path1 == printed(fresh).strip().split("|")[-1], "sys.path as in a fresh kernel"
 
 
 def test_a_failing_cell_is_reported_as_in_a_fresh_kernel(server, tmp_path):
@@ -88,12 +100,10 @@ def test_a_kernel_dies_with_its_launcher(server, tmp_path):
     pytest.fail(f"the kernel {pid} outlived its launcher by 10 s")
 
 
-def test_without_the_server_kernels_start_as_usual(tmp_path, monkeypatch):
-    monkeypatch.delenv(warm_kernels.SOCKET_ENV, raising=False)
-    assert not warm_kernels.client_options()
-    nb, result = run([PROBE], tmp_path)
+def test_without_the_server_kernels_start_as_usual(tmp_path):
+    nb, result = run_fresh([PROBE], tmp_path)
     assert result.err is None
-    assert printed(nb).strip().split("|")[-2] == "False", "a fresh kernel imports no torch"
+    assert printed(nb).strip().split("|")[4] == "False", "a fresh kernel imports no torch"
 
 
 

@@ -9,9 +9,10 @@ per kernel; the child runs an ordinary ipykernel (IPKernelApp) on the
 connection file jupyter_client wrote, so each chapter still starts with an
 empty namespace and its own process. Nothing of the book's is imported
 before the fork (attnbook registers its figure formatters with the kernel's
-IPython when it is imported), and the server computes nothing, so torch's
-thread pools, CPU dispatch (ATEN_CPU_CAPABILITY) and MKL start in the child,
-from the child's environment.
+IPython when it is imported), and the server computes nothing. Some settings
+are read when torch loads, though, in the server: OpenMP's thread count
+(OMP_NUM_THREADS) among them. So a server only starts kernels whose
+environment is its own; tests/nbrun.py keeps one per environment.
 
 Use: `serving()` runs the server for the duration of a `with` block;
 `client_options()` gives nbclient's NotebookClient the kernel manager that
@@ -108,7 +109,12 @@ def _run_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     os.chdir(request["cwd"])
-    sys.path[0] = request["cwd"]       # as `python -m ipykernel_launcher` run there
+    del sys.path[0]     # this file's folder; ipykernel_launcher drops the cwd likewise
+    argv = list(request["argv"])
+    if parent := os.environ.get("JPY_PARENT_PID"):
+        # ipykernel read it when the server imported it; without it the kernel
+        # thinks it was started from a terminal and prints how to connect
+        argv.append(f"--IPKernelApp.parent_handle={parent}")
 
     def exit_with_launcher():
         while conn.recv(1):
@@ -118,7 +124,7 @@ def _run_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
     status = 0
     try:
         from ipykernel.kernelapp import IPKernelApp
-        IPKernelApp.launch_instance(argv=request["argv"])
+        IPKernelApp.launch_instance(argv=argv)
     except SystemExit as stop:
         status = stop.code if isinstance(stop.code, int) else 1
     except BaseException:
