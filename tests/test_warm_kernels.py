@@ -117,3 +117,18 @@ def test_the_tests_kernels_take_the_machine_their_environment_names(tmp_path):
     run_like_the_tests(nb, "probe", tmp_path, {"ATEN_CPU_CAPABILITY": "default",
                                               "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"})
     assert printed(nb).split() == ["DEFAULT", "2"]
+
+
+WIDGETS = """
+import comm, ipywidgets
+print("jupyter.widget" in comm.get_comm_manager().targets)
+"""
+
+
+def test_packages_that_register_with_ipython_on_import_do_so_in_a_warm_kernel(server,
+                                                                               tmp_path):
+    """ipywidgets registers its comm targets when imported into a running
+    kernel; imported by the server, before any kernel, it would not."""
+    warm, _ = run([WIDGETS], tmp_path)
+    fresh, _ = run_fresh([WIDGETS], tmp_path)
+    assert printed(warm).strip() == printed(fresh).strip() == "True"

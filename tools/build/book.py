@@ -11,7 +11,8 @@
 - executes the notebooks that the cache lacks one per core, longest first
   (jupyter-cache's executor function, _config.yml's settings), into the
   cache that jupyter-book reads (it would run them one by one), so the build
-  itself finds every notebook cached;
+  itself finds every notebook cached; each kernel is forked from a server
+  that has already imported torch and matplotlib (tools/build/warm_kernels.py);
 - after a successful build with the same configuration, extensions and
   attnbook, Sphinx re-reads and re-writes only what changed (a prose edit is
   seen in seconds); otherwise, and with --all, every page is re-read and
@@ -199,7 +200,8 @@ def kernel_environment(extra: dict[str, str] | None = None):
 def execute_notebook(nb, cwd: Path, env: dict[str, str] | None = None):
     """Execute the notebook `nb` in place in a fresh kernel, as the build does
     (jupyter-cache's executor function, with _config.yml's `execute`
-    settings and KERNEL_ENV); returns jupyter-cache's ExecutionResult
+    settings and KERNEL_ENV; the kernel comes from the warm-kernel server
+    that SOCKET_ENV names, if it names one); returns jupyter-cache's ExecutionResult
     (`.err`: the exception of a failed cell, or None; `.time`: seconds).
     The kernel is stopped at once when the last cell is done (nbclient's
     default asks it to shut down and waits, about 0.4 s per notebook).

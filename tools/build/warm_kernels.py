@@ -7,9 +7,9 @@ in a fresh kernel, so that is about half a minute of a clean build on two
 cores. Here one server process imports those modules once and forks a child
 per kernel; the child runs an ordinary ipykernel (IPKernelApp) on the
 connection file jupyter_client wrote, so each chapter still starts with an
-empty namespace and its own process. Nothing of the book's is imported
-before the fork (attnbook registers its figure formatters with the kernel's
-IPython when it is imported), and the server computes nothing. Some settings
+empty namespace and its own process. Nothing that registers itself with
+IPython on import is imported before the fork (`PRELOAD`), and the server
+computes nothing. Some settings
 are read when torch loads, though, in the server: OpenMP's thread count
 (OMP_NUM_THREADS) among them. So a server only starts kernels whose
 environment is its own; tests/nbrun.py keeps one per environment.
@@ -33,11 +33,14 @@ import signal
 import socket
 import sys
 
-#: Imported once by the server, before any fork (none of them computes
-#: anything at import). Not attnbook: see the module's docstring.
+#: Imported once by the server, before any fork: none of them computes
+#: anything or looks for a running IPython when imported. Not attnbook, nor
+#: ipywidgets: each registers itself with the kernel's IPython on import
+#: (attnbook its figure formatters, ipywidgets its comm targets), which the
+#: server does not have yet.
 PRELOAD = ("numpy", "torch", "torch.nn.functional", "matplotlib.figure",
            "matplotlib.backends.backend_agg", "matplotlib.font_manager", "PIL.Image",
-           "ipywidgets", "ipykernel.kernelapp", "ipykernel.ipkernel")
+           "ipykernel.kernelapp", "ipykernel.ipkernel")
 #: Where the launcher finds the server's socket.
 SOCKET_ENV = "ATTNBOOK_WARM_KERNELS"
 

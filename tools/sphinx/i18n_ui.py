@@ -37,6 +37,10 @@ tools/build/book.py sets the Chinese edition's settings (ZH_SETTINGS).
 6. The folding button's label: sphinx-togglebutton's script labels every
    button "Toggle hidden content"; with ``book_toggle_label`` a script
    relabels them once they exist.
+7. Not about language, but about the bibliography plugins pieces 3 and 4
+   use, so here: pybtex and sphinxcontrib-bibtex find their plugins from one
+   scan of the installed entry points (`scan_entry_points_once`), in both
+   editions.
 """
 from __future__ import annotations
 
