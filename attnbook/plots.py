@@ -65,18 +65,25 @@ def palette_png(fig: Figure, dpi: float, **savefig_kw) -> bytes:
     """
     from PIL import Image
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=dpi, facecolor="white", metadata={"Software": None},
-                pil_kwargs={"compress_level": 1}, **savefig_kw)
+    # An uncompressed TIFF only carries the pixels to Pillow (a PNG would be
+    # compressed here and decompressed at once)
+    fig.savefig(buf, format="tiff", dpi=dpi, facecolor="white",
+                pil_kwargs={"compression": "raw"}, **savefig_kw)
     return quantized_png(Image.open(buf))
 
 
 def quantized_png(image) -> bytes:
-    """A PIL image as the 256-colour palette PNG that `palette_png` writes."""
+    """A PIL image as the 256-colour palette PNG that `palette_png` writes.
+
+    zlib level 8, not Pillow's ``optimize`` (level 9): on the book's 82
+    figures and frames of chapters 5, 9, 11 and 16, level 9 took 1.95 s and
+    wrote 1.774 MB, level 8 0.65 s and 1.793 MB (1 % more).
+    """
     from PIL import Image
     palette = image.convert("RGB").quantize(
         colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     out = io.BytesIO()
-    palette.save(out, format="PNG", optimize=True)
+    palette.save(out, format="PNG", compress_level=8)
     return out.getvalue()
 
 
