@@ -59,6 +59,20 @@ def test_book_figures_are_palette_pngs(built_book):
 
 
 @pytest.mark.parametrize("edition", BY_EDITION)
+def test_each_source_links_back_once_to_each_place_that_cites_it(built_book, edition):
+    """The reference list: a source cited on the page links back to each
+    citation once (the Chinese edition's parsed every translated citation
+    more than once, and showed "(1, 2, 3)": three links to one spot)."""
+    page = built_book / ("zh/" if edition == "zh" else "") / "references.html"
+    entries = re.split(r'<div class="citation"', page.read_text(encoding="utf-8"))[1:]
+    links = [re.findall(r'role="doc-backlink" href="([^"]+)"', e.split("</div>")[0])
+             for e in entries]
+    assert len(entries) >= 5 and sum(map(bool, links)) >= 5, (len(entries), links)
+    repeated = [ls for ls in links if len(ls) != len(set(ls))]
+    assert not repeated, repeated
+
+
+@pytest.mark.parametrize("edition", BY_EDITION)
 def test_every_page_loads_offline_with_no_errors_and_rendered_math(surveyed, edition):
     """Every page, loaded from 127.0.0.1 with every other host blocked, and
     while the other browser checks work on it: no console error, no failed,

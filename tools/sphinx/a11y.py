@@ -188,7 +188,13 @@ def _favicon_ico(app, exception) -> None:
 # --- accessible names -----------------------------------------------------
 
 def visit_citation(self, node):
-    """docutils' HTML5 citation, with role listitem in its role="list"."""
+    """docutils' HTML5 citation, with role listitem in its role="list", and
+    one back-link to each place that cites it. sphinxcontrib-bibtex records a
+    citation each time a ``{cite}`` role is parsed: Sphinx parses a translated
+    message twice (tools/sphinx/i18n.py, piece 9, now once) and a rebuild
+    parses the page again, so the same place came back up to three times,
+    shown as "(1, 2, 3)" links that all led to one spot."""
+    node["backrefs"] = list(dict.fromkeys(node["backrefs"]))
     if not isinstance(node.previous_sibling(), type(node)):
         self.body.append('<div role="list" class="citation-list">\n')
     self.body.append(self.starttag(node, "div", classes=[node.tagname], role="listitem"))
