@@ -145,7 +145,10 @@ def test_every_message_is_translated_and_keeps_roles_maths_and_code():
 @pytest.fixture(scope="session")
 def fresh_pot(testrun_uid) -> Path:
     """The .pot files of the current English text (Sphinx's gettext builder),
-    extracted once per test run for every pytest-xdist worker."""
+    extracted once per test run for every pytest-xdist worker. The tests that
+    read them share one xdist group (`CATALOGUES`), so one worker extracts
+    them while the other goes on with other tests (it waited for them
+    otherwise: about 8 s)."""
     # after this run's build, so that the extraction reads the notebooks the
     # build executed instead of executing them again beside it
     from nbrun import build_once, made_once
@@ -154,6 +157,10 @@ def fresh_pot(testrun_uid) -> Path:
     build_once(testrun_uid)
     folder = made_once("gettext", testrun_uid, translations.extract_messages)
     return folder / "_build" / "gettext"
+
+
+#: The xdist group of the tests that read `fresh_pot`.
+CATALOGUES = pytest.mark.xdist_group("catalogues")
 
 
 def compare_catalogues(pot_dir: Path, locale_dir: Path) -> list[str]:
@@ -177,12 +184,14 @@ def compare_catalogues(pot_dir: Path, locale_dir: Path) -> list[str]:
     return problems
 
 
+@CATALOGUES
 def test_catalogues_hold_exactly_the_current_english_text(fresh_pot):
     problems = compare_catalogues(fresh_pot, LOCALE)
     assert not problems, ("the catalogues are stale; run `make translations` and translate:\n"
                           + "\n".join(problems[:60]))
 
 
+@CATALOGUES
 def test_catalogue_comparison_catches_a_changed_sentence(fresh_pot, tmp_path):
     import shutil
     locale = tmp_path / "locale"
@@ -198,6 +207,7 @@ def test_catalogue_comparison_catches_a_changed_sentence(fresh_pot, tmp_path):
     assert any("no longer in the text" in p for p in problems), problems
 
 
+@CATALOGUES
 def test_autodoc_output_is_not_in_the_catalogue(fresh_pot):
     """api.md's docstrings (reStructuredText) stay English and out of api.pot."""
     ids = set(messages(fresh_pot / "api.pot"))
