@@ -96,11 +96,13 @@ def open_notebook(browser, lab, path: str):
     workspace = secrets.token_hex(4)
     page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?token={token}")
     page.wait_for_selector(".jp-Notebook", timeout=90_000)
-    # JupyterLab may ask which kernel to start; take the notebook's own (python3)
-    try:
-        page.locator(".jp-Dialog button:has-text('Select')").click(timeout=10_000)
-    except Exception:
-        pass  # no dialog: the kernel started by itself
+    # JupyterLab may ask which kernel to start; take the notebook's own
+    # (python3). Whichever comes first, the question or the started kernel
+    # (waiting 10 s for a question that never came left a core idle)
+    select = page.locator(".jp-Dialog button:has-text('Select')")
+    select.or_(page.locator(IDLE)).first.wait_for(timeout=90_000)
+    if select.is_visible():
+        select.click()
     page.wait_for_selector(IDLE, timeout=90_000)
     return context, page, blocked
 
