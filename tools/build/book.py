@@ -298,30 +298,31 @@ def pre_execute(cache_path: Path) -> list[str]:
     import nbformat
     from jupyter_cache import get_cache
     from jupyter_cache.base import CacheBundleIn
-    cache = get_cache(str(cache_path))
-    todo = []
-    for path in toc_notebooks():
-        try:
-            cache.match_cache_notebook(nbformat.read(path, as_version=4))
-        except KeyError:
-            todo.append(path)
     failed = []
-    if todo:
-        workers = os.cpu_count() or 1
-        log(f"executing {len(todo)} notebook(s), {workers} at a time")
-        start = time.perf_counter()
-        todo.sort(key=lambda p: -p.stat().st_size)      # longest (roughly) first
-        with kernel_environment(), warm_kernels.serving(), \
-                ProcessPoolExecutor(workers) as pool:
-            for path, nb, seconds, failure in pool.map(_execute, todo):
-                if failure:
-                    failed.append(failure)
-                    continue
-                record = cache.add_nb_to_project(str(path))
-                cache.cache_notebook_bundle(CacheBundleIn(
-                    nb, record.uri, data={"execution_seconds": seconds}),
-                    check_validity=False, overwrite=True)
-        log(f"executed in {time.perf_counter() - start:.0f} s")
+    # the server imports torch and the rest while jupyter-cache is asked
+    with kernel_environment(), warm_kernels.serving():
+        cache = get_cache(str(cache_path))
+        todo = []
+        for path in toc_notebooks():
+            try:
+                cache.match_cache_notebook(nbformat.read(path, as_version=4))
+            except KeyError:
+                todo.append(path)
+        if todo:
+            workers = os.cpu_count() or 1
+            log(f"executing {len(todo)} notebook(s), {workers} at a time")
+            start = time.perf_counter()
+            todo.sort(key=lambda p: -p.stat().st_size)      # longest (roughly) first
+            with ProcessPoolExecutor(workers) as pool:
+                for path, nb, seconds, failure in pool.map(_execute, todo):
+                    if failure:
+                        failed.append(failure)
+                        continue
+                    record = cache.add_nb_to_project(str(path))
+                    cache.cache_notebook_bundle(CacheBundleIn(
+                        nb, record.uri, data={"execution_seconds": seconds}),
+                        check_validity=False, overwrite=True)
+            log(f"executed in {time.perf_counter() - start:.0f} s")
     if not failed:
         stamp.write_text(json.dumps(hashes, indent=1))
     return failed
