@@ -6,6 +6,7 @@ and checks that the kernel's outputs (text and the figure) appear.
 """
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -76,6 +77,21 @@ def lab(tmp_path_factory):
     log.close()
 
 
+def sessions(lab) -> list[dict]:
+    """The Jupyter server's sessions (its REST API)."""
+    base, token = lab
+    with urllib.request.urlopen(f"{base}/api/sessions?token={token}", timeout=5) as r:
+        return json.load(r)
+
+
+def kernel_connected(lab, path: str) -> bool:
+    """The Jupyter server has a session for `path` whose kernel is idle and
+    has a client connected (the page's)."""
+    return any(s.get("path", "").endswith(path) and s.get("kernel")
+               and s["kernel"].get("execution_state") == "idle"
+               and s["kernel"].get("connections", 0) >= 1 for s in sessions(lab))
+
+
 def open_notebook(browser, lab, path: str):
     """Open `path` in JupyterLab; returns (context, page, blocked requests)."""
     base, token = lab
@@ -96,13 +112,19 @@ def open_notebook(browser, lab, path: str):
     workspace = secrets.token_hex(4)
     page.goto(f"{base}/lab/workspaces/{workspace}/tree/{path}?token={token}")
     page.wait_for_selector(".jp-Notebook", timeout=90_000)
-    # JupyterLab may ask which kernel to start; take the notebook's own
-    # (python3). Whichever comes first, the question or the started kernel
-    # (waiting 10 s for a question that never came left a core idle)
+    # JupyterLab may ask which kernel to start (under load it did, even after
+    # the toolbar showed the kernel idle); take the notebook's own (python3).
+    # The kernel is ready when the server has it idle with the page connected
+    # to it. (The test used to wait 10 s for a dialog that mostly never came,
+    # leaving a core idle.)
     select = page.locator(".jp-Dialog button:has-text('Select')")
-    select.or_(page.locator(IDLE)).first.wait_for(timeout=90_000)
-    if select.is_visible():
-        select.click()
+    deadline = time.monotonic() + 90
+    while not kernel_connected(lab, path):
+        assert time.monotonic() < deadline, \
+            f"no kernel connected to {path} in 90 s; sessions: {sessions(lab)}"
+        if select.is_visible():
+            select.click()
+        time.sleep(0.2)
     page.wait_for_selector(IDLE, timeout=90_000)
     return context, page, blocked
 
