@@ -12,6 +12,19 @@ from tools.project import CHROMIUM_ARGS, ROOT, find_chromium, serve
 IN_CI = os.environ.get("CI") == "true"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Longest work first: the browser surveys' tests (test_accessibility.py),
+    then every xdist group, then the rest in collection order. With
+    ``--dist loadgroup`` a group is one unit for one worker, and units are
+    handed out in this order; a group left for the end (the catalogues'
+    extraction, the JupyterLab tests) kept the other worker idle."""
+    def rank(item) -> int:
+        if item.nodeid.startswith("tests/test_accessibility.py"):
+            return 0
+        return 1 if item.get_closest_marker("xdist_group") else 2
+    items.sort(key=rank)
+
+
 def require_chromium() -> str:
     """Path of Chromium; skip (fail in CI) with install advice when it is missing."""
     path = find_chromium()
