@@ -50,6 +50,12 @@ def lab(tmp_path_factory):
     notebook = home / "settings" / "@jupyterlab" / "notebook-extension"
     notebook.mkdir(parents=True)
     (notebook / "tracker.jupyterlab-settings").write_text('{"windowingMode": "none"}')
+    # and never save: the notebooks opened are the book's own sources (a slow
+    # run once lived long enough for JupyterLab to autosave kernel metadata
+    # into two chapters)
+    docmanager = home / "settings" / "@jupyterlab" / "docmanager-extension"
+    docmanager.mkdir(parents=True)
+    (docmanager / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
     log = open(home / "lab.log", "w")
     proc = subprocess.Popen(
         [str(Path(sys.executable).with_name("jupyter-lab")), "--no-browser",
