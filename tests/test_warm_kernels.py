@@ -106,7 +106,6 @@ def test_without_the_server_kernels_start_as_usual(tmp_path):
     assert printed(nb).strip().split("|")[4] == "False", "a fresh kernel imports no torch"
 
 
-
 def test_the_tests_kernels_take_the_machine_their_environment_names(tmp_path):
     """tests/nbrun.py starts a server per environment (tests/test_platforms.py
     emulates machines with them): what torch reads when it loads or first
