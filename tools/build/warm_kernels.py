@@ -39,9 +39,18 @@ import sys
 #: ipywidgets: each registers itself with the kernel's IPython on import
 #: (attnbook its figure formatters, ipywidgets its comm targets), which the
 #: server does not have yet.
+#: The last four are what torch and the chapters import lazily, on first
+#: use: torch.testing.assert_close imports torch.distributed.tensor and
+#: sympy (0.54 s), a `torch.device("meta")` block torch._dynamo (0.35 s
+#: more), scipy.special 0.08 s. Six of the sixteen chapters paid for them,
+#: each in its own kernel; preloaded, executing the chapters took 53.4 and
+#: 55.3 CPU-s instead of 62.4 and 59.3 (user time, two runs each), and
+#: every output was as before (timings and memory peaks vary from run to
+#: run either way).
 PRELOAD = ("numpy", "torch", "torch.nn.functional", "matplotlib.figure",
            "matplotlib.backends.backend_agg", "matplotlib.font_manager", "PIL.Image",
-           "ipykernel.kernelapp", "ipykernel.ipkernel")
+           "ipykernel.kernelapp", "ipykernel.ipkernel",
+           "sympy", "torch.distributed.tensor", "torch._dynamo", "scipy.special")
 #: Where the launcher finds the server's socket.
 SOCKET_ENV = "ATTNBOOK_WARM_KERNELS"
 
