@@ -64,11 +64,14 @@ def palette_png(fig: Figure, dpi: float, **savefig_kw) -> bytes:
     plots drawn from a few colour maps.
     """
     from PIL import Image
+
+    from ._layout_cache import text_layouts_cached
     buf = io.BytesIO()
     # An uncompressed TIFF only carries the pixels to Pillow (a PNG would be
     # compressed here and decompressed at once)
-    fig.savefig(buf, format="tiff", dpi=dpi, facecolor="white",
-                pil_kwargs={"compression": "raw"}, **savefig_kw)
+    with text_layouts_cached():
+        fig.savefig(buf, format="tiff", dpi=dpi, facecolor="white",
+                    pil_kwargs={"compression": "raw"}, **savefig_kw)
     return quantized_png(Image.open(buf))
 
 

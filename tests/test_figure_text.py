@@ -103,6 +103,53 @@ def test_every_kind_of_text_is_translated_and_put_back(families):
     assert Image.open(io.BytesIO(png)).size[0] > 0
 
 
+def _varied_figure():
+    """`_figure` plus rotated, multi-line, wrapped and repeated texts, in a
+    constrained layout, as the book's heatmap grids are."""
+    fig = _figure()
+    fig.set_layout_engine("constrained")
+    ax = fig.axes[0]
+    ax.tick_params(axis="x", labelrotation=45)
+    ax.text(0.5, 0.5, "two\nlines", rotation=30, ha="right", va="baseline",
+            multialignment="center", transform=ax.transAxes)
+    ax.text(0.1, 0.9, "a caption that wraps " * 3, wrap=True, transform=ax.transAxes,
+            in_layout=False)
+    for i in range(3):
+        for j in range(3):
+            fig.axes[1].text(j, i, "0.33", ha="center", va="center")   # one layout, nine places
+    # the same words laid out otherwise: each is drawn elsewhere if it is
+    # given the centred 0.33's layout
+    ax.text(0.2, 0.3, "0.33", rotation=90, ha="center", va="center", transform=ax.transAxes)
+    ax.text(0.2, 0.3, "0.33", ha="center", va="top", transform=ax.transAxes)
+    ax.text(0.2, 0.3, "0.33", fontsize=14, ha="center", va="center", transform=ax.transAxes)
+    return fig
+
+
+def test_a_saved_figure_is_the_same_with_each_text_laid_out_once(families, monkeypatch):
+    """plots.palette_png lays each distinct text out once per save
+    (attnbook._layout_cache); matplotlib laying every text out each time
+    writes the same bytes, in English and in Chinese, on the first drawing
+    (which settles the constrained layout) and on the next."""
+    import contextlib
+
+    from attnbook import _layout_cache
+
+    def drawings(cached: bool) -> list[bytes]:
+        if not cached:
+            monkeypatch.setattr(_layout_cache, "text_layouts_cached", contextlib.nullcontext)
+        try:
+            fig = _varied_figure()
+            pngs = [plots.palette_png(fig, 72, bbox_inches="tight") for _ in range(2)]
+            with figure_text.translated(fig, MESSAGES, families):
+                pngs += [plots.palette_png(fig, 72, bbox_inches="tight") for _ in range(2)]
+            return pngs
+        finally:
+            monkeypatch.undo()
+
+    assert drawings(cached=True) == drawings(cached=False)
+    assert Text._get_layout.__module__ == "matplotlib.text", "matplotlib's own method again"
+
+
 def test_missing_messages_are_reported_and_left_in_english():
     fig = _figure()
     with figure_text.translated(fig, {"weights": "权重"}) as missing:
