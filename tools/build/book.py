@@ -38,15 +38,20 @@ import shutil
 import subprocess
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import yaml
 
 from tools.build import figures, warm_kernels
 from tools.project import ROOT, book_config, config, toc_notebooks
+from tools.sphinx.executed import ALL_DONE, READY_ENV, execution_order
 
 VENDOR = ROOT / "_vendor"
+#: Lists each notebook once the execution cache holds it, then "ok": the
+#: Sphinx builds, started before, read a notebook once it is listed
+#: (tools/sphinx/executed.py).
+READY = ROOT / "_build" / ".notebooks-ready"
 #: What a build without Node.js falls back to: KaTeX's stylesheet from a CDN,
 #: with the formulas typeset in the reader's browser (sphinxcontrib-katex
 #: ships the scripts).
@@ -277,7 +282,7 @@ def _execute(path: Path):
     return path, nb, result.time, failure
 
 
-def pre_execute(cache_path: Path) -> list[str]:
+def pre_execute(cache_path: Path, cached=lambda path: None) -> list[str]:
     """Execute the notebooks the cache lacks, one per core and the longest
     first, and cache them as jupyter-book's cache mode would. This beat
     jupyter-cache's own "local-parallel" executor on a clean cache, side by
@@ -285,9 +290,10 @@ def pre_execute(cache_path: Path) -> list[str]:
     (that executor hands out notebooks in pairs, in TOC order, so a long one
     can run last, alone). Removed cells run isolated (`isolate_removed_cells`),
     as for a reader; the tests read these executions from the cache rather
-    than executing the chapters again (tests/nbrun.py). Returns what failed,
-    one message per notebook, each naming the cell; a notebook that fails is
-    left out of the cache."""
+    than executing the chapters again (tests/nbrun.py). Calls `cached(path)`
+    as each notebook enters the cache. Returns what failed, one message per
+    notebook, each naming the cell; a notebook that fails is left out of the
+    cache."""
     # Fast path: the code of every notebook is as when it was last cached here
     # (the stamp lives inside the cache, so emptying the cache drops it too);
     # asking jupyter-cache costs about a second of imports and validation.
@@ -308,13 +314,16 @@ def pre_execute(cache_path: Path) -> list[str]:
                 cache.match_cache_notebook(nbformat.read(path, as_version=4))
             except KeyError:
                 todo.append(path)
+            else:
+                cached(path)
         if todo:
             workers = os.cpu_count() or 1
             log(f"executing {len(todo)} notebook(s), {workers} at a time")
             start = time.perf_counter()
-            todo.sort(key=lambda p: -p.stat().st_size)      # longest (roughly) first
             with ProcessPoolExecutor(workers) as pool:
-                for path, nb, seconds, failure in pool.map(_execute, todo):
+                runs = [pool.submit(_execute, path) for path in execution_order(todo)]
+                for run in as_completed(runs):
+                    path, nb, seconds, failure = run.result()
                     if failure:
                         failed.append(failure)
                         continue
@@ -322,6 +331,7 @@ def pre_execute(cache_path: Path) -> list[str]:
                     cache.cache_notebook_bundle(CacheBundleIn(
                         nb, record.uri, data={"execution_seconds": seconds}),
                         check_validity=False, overwrite=True)
+                    cached(path)
             log(f"executed in {time.perf_counter() - start:.0f} s")
     if not failed:
         stamp.write_text(json.dumps(hashes, indent=1))
@@ -412,21 +422,32 @@ def chinese_edition_config(english: Path) -> Path:
     return out
 
 
-def start_chinese_edition(english_config: Path, everything: bool = True) -> subprocess.Popen:
-    """Start the strict build of the Chinese edition (into _build/zh/) beside
-    the English one: the notebooks are already in the execution cache, and
-    Sphinx uses one core, so on two cores both builds take about the time of
-    one. Its log goes to _build/zh/build.log; finish with finish_chinese_edition."""
-    config = chinese_edition_config(english_config)
+def start_sphinx(config: Path, output: Path, log_path: Path,
+                 everything: bool) -> subprocess.Popen:
+    """Start the strict jupyter-book (Sphinx) build of `config` into
+    `output`/_build/html, in the background, its log in `log_path`.
+    With READY_ENV set, the build reads the pages that are not notebooks,
+    then waits for the file it names before it reads a notebook
+    (tools/sphinx/executed.py)."""
     cmd = [sys.executable, "-c", JUPYTER_BOOK, "build", str(ROOT), "--config", str(config),
-           "--path-output", str(ZH_BUILD), "-W", "-n", "--keep-going",
+           "--path-output", str(output), "-W", "-n", "--keep-going",
            *(["--all"] if everything else [])]
     log(" ".join(cmd) + "  (in the background)")
-    ZH_BUILD.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=(ZH_BUILD / "build.log").open("w"),
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=log_path.open("w"),
                             stderr=subprocess.STDOUT)
     proc.started = time.perf_counter()
+    proc.log = log_path
     return proc
+
+
+def start_chinese_edition(english_config: Path, everything: bool = True) -> subprocess.Popen:
+    """Start the strict build of the Chinese edition (into _build/zh/) beside
+    the English one: Sphinx uses one core, so on two cores both builds take
+    about the time of one. Its log goes to _build/zh/build.log; finish with
+    finish_chinese_edition."""
+    return start_sphinx(chinese_edition_config(english_config), ZH_BUILD,
+                        ZH_BUILD / "build.log", everything)
 
 
 def finish_chinese_edition(proc: subprocess.Popen) -> int:
@@ -487,37 +508,50 @@ def main() -> int:
     cache_path = ROOT / config()["execute"]["cache"]
     if force:
         shutil.rmtree(cache_path, ignore_errors=True)
-    failed = pre_execute(cache_path)
-    if failed:
-        for message in failed:
-            for line in message.splitlines():
-                log("FAILED: " + line)
-        log(f"the strict build FAILED: {len(failed)} notebook(s) did not execute")
-        return 1
     shutil.rmtree(ROOT / "_build" / "html" / "reports", ignore_errors=True)
     # Only a successful build with the same inputs may be updated in place.
     stamp = ROOT / "_build" / ".last-good-build"
     inputs = build_inputs(config_path)
     everything = args.all or force or not stamp.exists() or stamp.read_text() != inputs
     stamp.unlink(missing_ok=True)
-    cmd = [sys.executable, "-c", JUPYTER_BOOK, "build", str(ROOT), "--config", str(config_path),
-           "-W", "-n", "--keep-going", *(["--all"] if everything else [])]
-    chinese = None if args.english_only else start_chinese_edition(config_path, everything)
-    log(" ".join(cmd))
-    proc = subprocess.run(cmd, cwd=ROOT, text=True, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT)
-    sys.stdout.write(proc.stdout)
+    # Both editions start now and read each notebook as soon as it has
+    # executed (tools/sphinx/executed.py).
+    READY.write_text("")
+    os.environ[READY_ENV] = str(READY)
+    builds = [start_sphinx(config_path, ROOT, ROOT / "_build" / "build.log", everything)]
+    if not args.english_only:
+        builds.append(start_chinese_edition(config_path, everything))
+
+    def tell(line: str) -> None:
+        with READY.open("a", encoding="utf-8") as f:     # one write: a whole line
+            f.write(line + "\n")
+    failed = pre_execute(cache_path, lambda path: tell(path.relative_to(ROOT).as_posix()))
+    if failed:
+        tell("failed")
+        for proc in builds:
+            proc.terminate()
+            proc.wait()
+        for message in failed:
+            for line in message.splitlines():
+                log("FAILED: " + line)
+        log(f"the strict build FAILED: {len(failed)} notebook(s) did not execute")
+        return 1
+    tell(ALL_DONE)
+    english = builds[0]
+    returncode = english.wait()
+    output = english.log.read_text()
+    sys.stdout.write(output)
     elapsed = time.perf_counter() - start
-    if proc.returncode != 0:
-        if chinese is not None:
-            chinese.wait()
-        explain_failure(proc.stdout)
+    if returncode != 0:
+        for proc in builds[1:]:
+            proc.wait()
+        explain_failure(output)
         log(f"the strict build FAILED after {elapsed:.0f} s (see the messages above)")
-        return proc.returncode
+        return returncode
     index = ROOT / "_build" / "html" / "index.html"
     log(f"built in {elapsed:.0f} s. Open {index.as_uri()}")
-    if chinese is not None:
-        status = finish_chinese_edition(chinese)
+    if not args.english_only:
+        status = finish_chinese_edition(builds[1])
         if status:
             return status
         log(f"both editions built in {time.perf_counter() - start:.0f} s")
@@ -525,7 +559,6 @@ def main() -> int:
     if not offline:
         log("reminder: this build loads KaTeX's stylesheet from a CDN (Node.js/npm was missing)")
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())
