@@ -70,6 +70,21 @@ def test_a_warm_kernel_is_a_fresh_process_with_the_launchers_place_and_environme
     assert path1 == printed(fresh).strip().split("|")[-1], "sys.path as in a fresh kernel"
 
 
+ENVIRONMENT = "import json, os\nprint(json.dumps(dict(os.environ)))"
+
+
+def test_a_warm_kernel_has_the_environment_of_a_fresh_one(server, tmp_path):
+    """With what the preloaded imports set (debugpy sets PYDEVD_USE_FRAME_EVAL),
+    as a fresh kernel sets it when it imports them itself."""
+    import json
+    warm, _ = run([ENVIRONMENT], tmp_path)
+    fresh, _ = run_fresh([ENVIRONMENT], tmp_path)
+    warm_env, fresh_env = (json.loads(printed(nb)) for nb in (warm, fresh))
+    assert warm_env.pop(warm_kernels.SOCKET_ENV)
+    assert "PYDEVD_USE_FRAME_EVAL" in fresh_env
+    assert warm_env == fresh_env
+
+
 def test_a_failing_cell_is_reported_as_in_a_fresh_kernel(server, tmp_path):
     nb, result = run(["print('before')", "1 / 0", "print('never')"], tmp_path)
     assert result.err is not None and "ZeroDivisionError" in str(result.err)

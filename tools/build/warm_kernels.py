@@ -47,10 +47,20 @@ import sys
 #: 55.3 CPU-s instead of 62.4 and 59.3 (user time, two runs each), and
 #: every output was as before (timings and memory peaks vary from run to
 #: run either way).
+#: The ipykernel modules are what every kernel imports as it starts;
+#: ipykernel.debugger brings debugpy's pydevd, 0.16 s of each start (the
+#: rest a kernel imports then takes 0.02 s).
 PRELOAD = ("numpy", "torch", "torch.nn.functional", "matplotlib.figure",
            "matplotlib.backends.backend_agg", "matplotlib.font_manager", "PIL.Image",
-           "ipykernel.kernelapp", "ipykernel.ipkernel",
+           "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger",
            "sympy", "torch.distributed.tensor", "torch._dynamo", "scipy.special")
+#: What importing the ipykernel modules set in the server's environment
+#: ({name: value}; debugpy sets PYDEVD_USE_FRAME_EVAL): a fresh kernel has
+#: it before its first cell, so a forked kernel gets it on top of the
+#: launcher's environment. (What the others set, torch._dynamo's
+#: TORCHINDUCTOR_CACHE_DIR, a fresh kernel gets only once a cell imports
+#: them, so a forked kernel does not get it.)
+_SET_AT_KERNEL_START: dict[str, str] = {}
 #: Where the launcher finds the server's socket.
 SOCKET_ENV = "ATTNBOOK_WARM_KERNELS"
 
@@ -87,8 +97,16 @@ def serve(path: str) -> None:
     listener.bind(path)
     listener.listen(16)     # launchers queue up while the imports run
     import importlib
-    for name in PRELOAD:
-        importlib.import_module(name)
+    import io
+    # pydevd warns on import that frozen modules may hide breakpoints; a fresh
+    # kernel sends that to its stderr stream before any cell, unseen
+    with contextlib.redirect_stderr(io.StringIO()):
+        for name in PRELOAD:
+            before = dict(os.environ)
+            importlib.import_module(name)
+            if name.startswith("ipykernel."):
+                _SET_AT_KERNEL_START.update(
+                    (k, v) for k, v in os.environ.items() if before.get(k) != v)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)       # children reap themselves
     parent = os.getppid()
     listener.settimeout(1.0)
@@ -121,6 +139,8 @@ def _run_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
         os.close(fd)
     os.environ.clear()
     os.environ.update(request["env"])
+    for name, value in _SET_AT_KERNEL_START.items():    # as its own imports would
+        os.environ.setdefault(name, value)
     os.chdir(request["cwd"])
     del sys.path[0]     # this file's folder; ipykernel_launcher drops the cwd likewise
     argv = list(request["argv"])
