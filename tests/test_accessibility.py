@@ -17,6 +17,7 @@ from survey import (
     BY_EDITION,
     CJK_FAMILY,
     DESKTOP,
+    HIDE_CODE_TWINS,
     PHONE,
     built_pages,
     cjk_characters,
@@ -116,6 +117,33 @@ def test_axe_audit_can_fail(tmp_path, browser, built_book):
     context.close()
     assert found.get("color-contrast") == "serious", found
     assert found.get("label") == "critical", found
+
+
+def test_axe_audit_still_sees_code_whose_look_differs_from_a_token_before_it(
+        tmp_path, browser, built_book):
+    """The audit hides a code token's twins (tests/survey.py's HIDE_CODE_TWINS),
+    not a later token that looks faint: one in its own colour, or one in the
+    colour of the tokens before it over a block of another background. Every
+    twin is shown again after the audit."""
+    require_axe()
+    tokens = "<span class='n'>value</span> <span class='o'>and</span> " * 40
+    (tmp_path / "code.html").write_text(
+        "<!doctype html><html lang='en'><head><title>code</title><style>"
+        ".highlight { background: #fff; } .n { color: #222; } .o { color: #555; }"
+        ".faint { color: #bbb; } .dark .highlight { background: #333; }</style></head>"
+        "<body><main><h1>Code</h1>"
+        f"<div class='highlight'><pre>{tokens}<span class='faint'>faint</span></pre></div>"
+        f"<div class='highlight'><pre>{tokens}</pre></div>"
+        f"<div class='dark'><div class='highlight'><pre>{tokens}</pre></div></div>"
+        "</main></body></html>")
+    context, page = open_page(browser, (tmp_path / "code.html").as_uri())
+    found = {v["id"]: v for v in run_axe(page, only_contrast=True)}
+    twins = page.evaluate("() => document.querySelectorAll('[data-axe-twin]').length")
+    hidden = page.evaluate(HIDE_CODE_TWINS)
+    context.close()
+    assert found["color-contrast"]["nodes"] == 3, found   # .faint, then .n and .o on #333
+    assert twins == 0
+    assert hidden == 3 * 80 + 1 - 5, "the twins are the spans after the 5 distinct looks"
 
 
 def test_search_button_override_is_the_installed_themes_without_a_mismatched_label():
