@@ -117,6 +117,17 @@ class _KeepRenderer(dict):
         return value
 
 
+def replace_once(owner, name: str, make) -> None:
+    """Set `owner.name` to `make(original)`, unless an earlier call (this build
+    sets its extensions up once per process, the tests more often) did."""
+    original = getattr(owner, name)
+    if getattr(original, "_book_replaced", False):
+        return
+    replacement = make(original)
+    replacement._book_replaced = True
+    setattr(owner, name, replacement)
+
+
 def build_default_settings_once() -> None:
     """Piece 8: myst-parser's make_document copies defaults made once."""
     import copy
@@ -126,64 +137,57 @@ def build_default_settings_once() -> None:
     from docutils.parsers.rst import Parser as RSTParser
     from docutils.utils import new_document
     from myst_parser.mdit_to_docutils import base
-    if getattr(base.make_document, "_defaults_once", False):
-        return
     defaults = functools.cache(get_default_settings)
 
-    def make_document(source_path="notset", parser_cls=RSTParser):
-        return new_document(source_path, settings=copy.deepcopy(defaults(parser_cls)))
-
-    make_document._defaults_once = True
-    base.make_document = make_document
+    def make(_original):
+        def make_document(source_path="notset", parser_cls=RSTParser):
+            return new_document(source_path, settings=copy.deepcopy(defaults(parser_cls)))
+        return make_document
+    replace_once(base, "make_document", make)
 
 
 def parse_each_translation_once() -> None:
     """Piece 9: Sphinx's publish_msgstr, remembered per page being read."""
     from sphinx.transforms import i18n
-    if getattr(i18n.publish_msgstr, "_once", False):
-        return
-    original = i18n.publish_msgstr
 
-    def publish_msgstr(app, source, source_path, source_line, config, settings):
-        parsed = app.env.temp_data.setdefault("book_parsed_msgstr", {})
-        key = (source, source_path, source_line)
-        if key not in parsed:
-            parsed[key] = original(app, source, source_path, source_line, config, settings)
-        return parsed[key].deepcopy()
-
-    publish_msgstr._once = True
-    i18n.publish_msgstr = publish_msgstr
+    def make(original):
+        def publish_msgstr(app, source, source_path, source_line, config, settings):
+            parsed = app.env.temp_data.setdefault("book_parsed_msgstr", {})
+            key = (source, source_path, source_line)
+            if key not in parsed:
+                parsed[key] = original(app, source, source_path, source_line, config,
+                                       settings)
+            return parsed[key].deepcopy()
+        return publish_msgstr
+    replace_once(i18n, "publish_msgstr", make)
 
 
 def patch_myst_nb_parser() -> None:
     """Wrap MystNbParser.parse (once): keep the renderer, lend it to translations."""
     from myst_nb.sphinx_ import Parser
-    if getattr(Parser.parse, "_keeps_renderer", False):
-        return
-    original = Parser.parse
 
-    def parse(self, inputstring, document):
-        env = getattr(document.settings, "env", None)
-        if env is None:
-            return original(self, inputstring, document)
-        if document.current_source and document.current_source.endswith("<translated>"):
-            kept = env.temp_data.get(KEY)
-            if kept is None:
+    def make(original):
+        def parse(self, inputstring, document):
+            env = getattr(document.settings, "env", None)
+            if env is None:
                 return original(self, inputstring, document)
-            document.attributes["nb_renderer"] = kept
+            if document.current_source and document.current_source.endswith("<translated>"):
+                kept = env.temp_data.get(KEY)
+                if kept is None:
+                    return original(self, inputstring, document)
+                document.attributes["nb_renderer"] = kept
+                try:
+                    return original(self, inputstring, document)
+                finally:
+                    document.attributes.pop("nb_renderer", None)
+            document.attributes = _KeepRenderer(document.attributes, env.temp_data)
             try:
                 return original(self, inputstring, document)
             finally:
-                document.attributes.pop("nb_renderer", None)
-        document.attributes = _KeepRenderer(document.attributes, env.temp_data)
-        try:
-            return original(self, inputstring, document)
-        finally:
-            # a plain dict again: doctrees are pickled
-            document.attributes = dict(document.attributes)
-
-    parse._keeps_renderer = True
-    Parser.parse = parse
+                # a plain dict again: doctrees are pickled
+                document.attributes = dict(document.attributes)
+        return parse
+    replace_once(Parser, "parse", make)
 
 
 # --- 2. toctree captions ------------------------------------------------------
