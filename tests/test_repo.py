@@ -83,3 +83,75 @@ def test_every_chapter_is_in_the_toc_and_every_toc_entry_exists():
     missing = [f for f in listed
                if not any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb"))]
     assert not missing, f"_toc.yml names files that do not exist: {missing}"
+
+
+# --- attnbook's shape: small modules, no import cycle -------------------------
+
+#: A reader finds one topic in one small file (CONTRIBUTING.md's map).
+MODULE_LINES = 450
+
+
+def test_no_attnbook_module_is_longer_than_450_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "attnbook").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MODULE_LINES}
+    assert not long, f"split these modules (lines): {long}"
+
+
+def module_imports(package: str) -> dict[str, set[str]]:
+    """{module: the package's modules it imports when it is imported}: the
+    imports at module level (in `if` and `try` blocks too), relative ones
+    resolved; an import inside a function runs later and makes no cycle."""
+    import ast
+    modules = {}
+    for path in (ROOT / package).rglob("*.py"):
+        parts = path.with_suffix("").relative_to(ROOT).parts
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    graph = {}
+    for name, path in modules.items():
+        here = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for top in ast.parse(path.read_text(encoding="utf-8")).body:
+            if not isinstance(top, (ast.Import, ast.ImportFrom, ast.If, ast.Try)):
+                continue
+            for node in ast.walk(top):
+                if isinstance(node, ast.Import):
+                    found |= {a.name for a in node.names}
+                elif isinstance(node, ast.ImportFrom):
+                    base = node.module or ""
+                    if node.level:
+                        anchor = here.split(".")[:len(here.split(".")) - node.level + 1]
+                        base = ".".join(anchor + ([base] if base else []))
+                    found |= {f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base
+                              for a in node.names}
+        graph[name] = {m for m in found if m in modules and m != name}
+    return graph
+
+
+def import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of `graph` as [a, b, ..., a], or [] if it has none."""
+    state: dict[str, int] = {}          # 1: on the current path, 2: done
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (cycle := visit(nxt, path + [nxt])):
+                return cycle
+        state[node] = 2
+        return []
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start, [start])):
+            return cycle
+    return []
+
+
+def test_attnbook_has_no_import_cycle():
+    graph = module_imports("attnbook")
+    assert graph["attnbook.explorers.dk"] >= {"attnbook.explorers.explorer", "attnbook.plots"}
+    assert not (cycle := import_cycle(graph)), " -> ".join(cycle)
+
+
+def test_the_cycle_check_finds_a_cycle():
+    assert import_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert import_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
