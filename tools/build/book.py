@@ -578,5 +578,6 @@ def main() -> int:
         log("reminder: this build loads KaTeX's stylesheet from a CDN (Node.js/npm was missing)")
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

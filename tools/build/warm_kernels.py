@@ -98,15 +98,16 @@ def serve(path: str) -> None:
     listener.listen(16)     # launchers queue up while the imports run
     import importlib
     import io
-    # pydevd warns on import that frozen modules may hide breakpoints; a fresh
-    # kernel sends that to its stderr stream before any cell, unseen
-    with contextlib.redirect_stderr(io.StringIO()):
-        for name in PRELOAD:
-            before = dict(os.environ)
+    for name in PRELOAD:
+        before = dict(os.environ)
+        # pydevd warns on import that frozen modules may hide breakpoints; a
+        # fresh kernel sends that to its stderr stream before any cell, unseen
+        quiet = name == "ipykernel.debugger"
+        with contextlib.redirect_stderr(io.StringIO()) if quiet else contextlib.nullcontext():
             importlib.import_module(name)
-            if name.startswith("ipykernel."):
-                _SET_AT_KERNEL_START.update(
-                    (k, v) for k, v in os.environ.items() if before.get(k) != v)
+        if name.startswith("ipykernel."):
+            _SET_AT_KERNEL_START.update(
+                (k, v) for k, v in os.environ.items() if before.get(k) != v)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)       # children reap themselves
     parent = os.getppid()
     listener.settimeout(1.0)
