@@ -350,3 +350,46 @@ def test_the_outside_work_checks_catch_the_old_llama_note():
                       "model; rotary embeddings in the rotate-half layout}\n}")
     assert unchecked_notes(old)
     assert any("touvron2023llama's note" in p for p in shared_fact_problems({**BIB, **old}))
+
+
+# --- the Chinese edition says the same ---------------------------------------------------
+
+ZH = ROOT / "locales" / "zh_CN" / "LC_MESSAGES"
+
+
+def _messages(name: str):
+    from babel.messages.pofile import read_po
+
+    with open(ZH / f"{name}.po", "rb") as f:
+        return [m for m in read_po(f) if m.id and isinstance(m.id, str)]
+
+
+def test_the_chinese_running_page_lists_the_same_torch_chapters():
+    (msg,) = [m for m in _messages("running") if "also use torch" in m.id]
+    m = re.search(r"((?:第\s*[\d–、和及以上]+\s*章[、和及以上]*)+)还会用到 torch", msg.string)
+    assert m, msg.string
+    numbers: list[int] = []
+    for lo, hi in re.findall(r"(\d+)(?:–(\d+))?", m.group(1)):
+        numbers += list(range(int(lo), int(hi or lo) + 1))
+    assert numbers == torch_chapters(), msg.string
+
+
+def test_the_chinese_glossary_names_each_chapter_by_number_and_title():
+    """首次出现于 归纳头 reads as the term itself: say 第 16 章《归纳头》."""
+    titles = {}
+    for path in CHAPTERS:
+        title = chapter_title(path)
+        with open(ZH / "chapters" / f"{path.stem}.po", "rb") as f:
+            from babel.messages.pofile import read_po
+
+            titles[path.stem] = read_po(f).get(title).string
+    wrong = []
+    for msg in _messages("glossary"):
+        if "Introduced in" not in msg.id:
+            continue
+        target = re.search(r"Introduced in\s+\{doc\}`(chapters/[^`]+)`", msg.id).group(1)
+        stem = target.split("/")[1]
+        want = f"首次出现于{{doc}}`第 {int(stem[:2])} 章《{titles[stem]}》 <{target}>`"
+        if want not in msg.string:
+            wrong.append(f"{msg.id[:30]!r}: wants {want}")
+    assert not wrong, "\n".join(wrong)
