@@ -156,7 +156,9 @@ def toy_function(x) -> np.ndarray:
 
 def toy_regression_data(rng: np.random.Generator, n_train: int = 50,
                         n_test: int = 50, x_max: float = 5.0, noise: float = 0.5):
-    """Training and test data for Nadaraya–Watson, as in the d2l chapter.
+    """Training and test data for Nadaraya–Watson, as in d2l v0.17.6 and d2l-zh v2.0.0.
+
+    (d2l 1.0 uses other data: 2 sin x + x, unit-variance noise, 40 points.)
 
     Taught in :doc:`/chapters/08_kernel_regression` (chapter 8).
 

@@ -3,7 +3,9 @@ trained Nadaraya-Watson width across seeds, and the bug gallery's symptoms."""
 from __future__ import annotations
 
 import math
+import re
 
+import nbformat
 import numpy as np
 import pytest
 import torch
@@ -13,6 +15,7 @@ from reference import loop_softmax
 from attnbook import causal_mask, masked_softmax, nadaraya_watson, toy_regression_data
 from attnbook.bugs import BUGS
 from attnbook.nn import NWKernelRegression
+from tools.project import ROOT
 
 pytestmark = pytest.mark.slow
 CH7, CH8, CH9, CH10 = ("07_self_attention", "08_kernel_regression", "09_scoring_and_masks",
@@ -131,8 +134,9 @@ def test_ch8_exercise_limits_solution():
 
 
 def test_ch8_d2l_loss_without_the_half_doubles_the_first_step():
-    """The chapter's loss is half d2l's (d2l sums the squared errors): one SGD
-    step on d2l's loss, from w = 1 with lr = 0.5, lands where the prose says."""
+    """The chapter's loss is half that of the PyTorch code of d2l v0.17.6 and
+    d2l-zh v2.0.0 (nn.MSELoss(reduction='none'), summed): one SGD step on that
+    loss, from w = 1 with lr = 0.5, lands where the prose says."""
     x, y, _, _ = toy_regression_data(np.random.default_rng(0))
     n = len(x)
     keep = ~np.eye(n, dtype=bool)
@@ -141,7 +145,7 @@ def test_ch8_d2l_loss_without_the_half_doubles_the_first_step():
     model = NWKernelRegression(w=1.0).double()
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     y_hat, _ = model(torch.tensor(x), keys, values)
-    ((y_hat - torch.tensor(y)) ** 2).sum().backward()              # d2l: no 1/2
+    ((y_hat - torch.tensor(y)) ** 2).sum().backward()              # d2l v0.17.6: no 1/2
     opt.step()
     assert glued_float(CH8, "w_after_1_d2l") == pytest.approx(model.w.item(), rel=1e-9)
     assert glued_float(CH8, "w_after_1_d2l") > 1.8 * glued_float(CH8, "w_after_1")
@@ -176,6 +180,26 @@ def test_every_bug_in_the_gallery_reproduces_its_symptom(seed):
     assert np.isnan(w["−1e9 mask in float16"]).all()
     same = w["queries equal to the keys"]
     assert (same.argmax(axis=1) == np.arange(5)).all()   # every token attends to itself
+
+
+def test_ch9_additive_example_calls_the_key_width_d_kk():
+    """The prose renames the additive example's key width d_kk (d_k is the
+    shared width of dot products); the code comments must say the same."""
+    nb = nbformat.read(ROOT / "chapters" / f"{CH9}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if "additive_scores(Q, K," in c.source)
+    comments = [line.split("#", 1)[1] for line in cell.source.splitlines() if "#" in line]
+    assert any("d_kk" in c for c in comments)
+    assert not [c for c in comments if re.search(r"\bd_k\b", c)], comments
+
+
+def test_ch8_and_ch9_name_the_d2l_edition_they_describe():
+    """d2l's editions differ (1.0 has no training loop and random keys in the
+    additive demo): the chapters say which release, never just "the d2l book"."""
+    for chapter in (CH8, CH9):
+        nb = nbformat.read(ROOT / "chapters" / f"{chapter}.ipynb", as_version=4)
+        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        assert "d2l book" not in " ".join(prose.split()), chapter
+        assert "`v0.17.6`" in prose and "zhang2022d2l017" in prose, chapter
 
 
 def test_ch10_multihead_matches_torch():
