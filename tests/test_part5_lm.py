@@ -126,8 +126,15 @@ def test_ch15_exercise_answers():
         torch.testing.assert_close(cooled, p ** (1 / T) / (p ** (1 / T)).sum())
         assert cooled[0] == cooled[1]
     import inspect
-    relative = inspect.signature(language.sentence).parameters["relative"].default
+    defaults = inspect.signature(language.sentence).parameters
+    relative = defaults["relative"].default
+    transitive = defaults["transitive"].default
     assert glued_float(CH15, "grammar_that") == relative == 0.4
+    # "more than any one verb": 2 intransitive and 3 transitive verbs agree
+    n_verbs = {False: len(language.WORDS["intransitive"][0]),
+               True: len(language.WORDS["transitive"][0])}
+    assert relative > (1 - relative) * max((1 - transitive) / n_verbs[False],
+                                           transitive / n_verbs[True])
     p_that, p_verb = glued_float(CH15, "p_that"), glued_float(CH15, "p_verb")
     assert p_that > p_verb
     assert glued_float(CH15, "that_ratio") == pytest.approx(p_that / p_verb)
