@@ -7,12 +7,14 @@ tokens that are not padding; `masked_loss` averages the cross-entropy over
 the real targets only; `train` fits a model to a list of token-id sequences;
 `last_logits` scores the token after each prompt of a batch; `generate`
 continues a batch of prompts a token at a time, with one `KVCache` per block,
-left padding and positions that the padding does not move. Training runs on
+left padding and positions that the padding does not move; `without_heads`
+removes heads for an ablation. Training runs on
 one CPU thread with a seeded torch.Generator, as chapter 13's
 `attnbook.learn.train` does, and steps with its `attnbook.learn.Adam`.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 
@@ -24,7 +26,7 @@ from ._checks import integer_at_least, positive_int
 from .layer import KVCache
 from .optim import Adam, one_thread
 
-__all__ = ["pad", "masked_loss", "train", "last_logits", "generate"]
+__all__ = ["pad", "masked_loss", "train", "last_logits", "generate", "without_heads"]
 
 
 def pad(seqs, side: str = "right", pad_id: int = 0):
@@ -260,3 +262,56 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
     finally:
         model.train(was)
     return torch.cat(new, 1)                                         # (batch, n_new)
+
+
+@contextlib.contextmanager
+def without_heads(model: nn.Module, heads):
+    """Inside the ``with`` block, the given heads of `model` output zeros: an ablation.
+
+    Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
+
+    A head's output is its slice of the input of its block's output
+    projection ``attn.proj``; a forward pre-hook sets that slice to zero, so
+    the head adds nothing to the residual stream while its weights are
+    still computed and returned. The hooks are removed on leaving the block,
+    also when it raises.
+
+    Parameters
+    ----------
+    model : attnbook.transformer.TinyGPT
+        Or any module whose ``blocks[layer].attn`` has ``n_heads``, ``d_head``
+        and the linear layer ``proj``.
+    heads : sequence of (int, int)
+        (layer, head) pairs, both counted from 0 as in the code: ``(1, 0)``
+        is head 1 of layer 2.
+
+    Yields
+    ------
+    torch.nn.Module
+        The model itself.
+    """
+    pairs = [tuple(int(i) for i in p) for p in heads]
+    for layer, head in pairs:
+        if not (0 <= layer < len(model.blocks) and 0 <= head < model.blocks[layer].attn.n_heads):
+            raise ValueError(f"no head {head} in layer {layer} (both counted from 0): the model "
+                             f"has {len(model.blocks)} layers of "
+                             f"{model.blocks[0].attn.n_heads} heads")
+    hooks = []
+
+    def hook(drop):
+        def zero(module, args):
+            x = args[0].clone()                                      # (batch, n, d_model)
+            for lo, hi in drop:
+                x[..., lo:hi] = 0
+            return (x, *args[1:])
+        return zero
+
+    try:
+        for layer in sorted({layer for layer, _ in pairs}):
+            attn = model.blocks[layer].attn
+            drop = [(h * attn.d_head, (h + 1) * attn.d_head) for l_, h in pairs if l_ == layer]
+            hooks.append(attn.proj.register_forward_pre_hook(hook(drop)))
+        yield model
+    finally:
+        for handle in hooks:
+            handle.remove()

@@ -328,3 +328,24 @@ def test_the_layers_still_run_on_the_meta_device():
         out, _ = CausalSelfAttention(16, 4, max_len=8)(
             torch.empty(2, 8, 16), key_mask=torch.ones(2, 8, dtype=torch.bool))
     assert cache.k.shape == (1, 2, 8, 4) and out.shape == (2, 8, 16)
+
+
+@pytest.mark.parametrize("n_kv_heads", [None, 2])
+def test_without_heads_equals_zeroing_those_columns_of_the_output_projection(n_kv_heads):
+    """Chapter 15's ablation: a removed head adds nothing, which is the same as
+    zeroing its d_head columns of attn.proj's weight; the hooks go on leaving."""
+    model = model_f64(n_kv_heads)
+    idx = torch.tensor(random_prompts(np.random.default_rng(5), 1)[0])[None]
+    with torch.no_grad():
+        before = model(idx)[0]
+        with lm.without_heads(model, [(1, 0), (0, 3), (1, 2)]):
+            ablated = model(idx)[0]
+        torch.testing.assert_close(model(idx)[0], before, rtol=0, atol=0)
+        for layer, head in [(1, 0), (0, 3), (1, 2)]:
+            attn = model.blocks[layer].attn
+            attn.proj.weight[:, head * attn.d_head:(head + 1) * attn.d_head] = 0
+        torch.testing.assert_close(ablated, model(idx)[0], rtol=0, atol=1e-12)
+    assert not (ablated - before).abs().max() < 1e-6
+    with pytest.raises(ValueError, match="no head"):
+        with lm.without_heads(model, [(2, 0)]):
+            pass

@@ -25,6 +25,7 @@ def test_ch15_the_language_and_its_sets():
     train = language.corpus(np.random.default_rng(0), 2000)
     held = language.corpus(np.random.default_rng(1), 500)
     assert glued_float(CH15, "held_overlap") == sum(s in set(train) for s in held)
+    assert glued_float(CH15, "n_held_novel") == sum(s not in set(train) for s in held)
     lengths = [len(s.split()) for s in train]
     assert (glued_float(CH15, "shortest"), glued_float(CH15, "longest")) == (4, 13)
     assert (min(lengths), max(lengths)) == (4, 13)
@@ -41,8 +42,9 @@ def test_ch15_padding_contributes_nothing():
     # the batch of three hand-written sentences: 8 targets a row, 4 + 1 padding
     assert glued_float(CH15, "n_targets") == 24 and glued_float(CH15, "n_pad_targets") == 5
     assert glued_float(CH15, "row0_pad") == 4
-    # "both are needed"
-    assert min(glued_float(CH15, "gap_neither"), glued_float(CH15, "gap_mask_only")) > 0.1
+    # "both are needed": neither fix, the mask alone, the positions alone
+    assert min(glued_float(CH15, k) for k in ("gap_neither", "gap_mask_only",
+                                              "gap_positions_only")) > 0.05
 
 
 def test_ch15_the_loss_floor_is_the_entropy_of_the_held_out_sentences():
@@ -54,6 +56,8 @@ def test_ch15_the_loss_floor_is_the_entropy_of_the_held_out_sentences():
     assert 0 < held_loss - floor < 0.1
     assert glued_float(CH15, "ln_vocab") == pytest.approx(math.log(28))
     assert abs(glued_float(CH15, "last_train_loss") - held_loss) < 0.05
+    # "on the held-out sentences it never trained on ... still close to the best"
+    assert 0 < glued_float(CH15, "novel_above") < 0.1
 
 
 def test_ch15_temperature_claims():
@@ -63,6 +67,10 @@ def test_ch15_temperature_claims():
     assert abs(glued_float(CH15, "distinct_1_pct") - glued_float(CH15, "ref_distinct_pct")) < 10
     assert abs(glued_float(CH15, "novel_1_pct") - glued_float(CH15, "ref_novel_pct")) < 10
     assert glued_float(CH15, "untrained_pct") < 1
+    # what cooling costs: "mostly" sentences with a relative clause at T = 0.25
+    rel = {k: glued_float(CH15, f"relative_{k}_pct") for k in ("025", "1")}
+    ref = glued_float(CH15, "ref_relative_pct")
+    assert rel["025"] > max(60, ref + 25) and abs(rel["1"] - ref) < 10
 
 
 def test_ch15_the_reference_statistics_come_from_the_grammar_itself():
@@ -71,6 +79,8 @@ def test_ch15_the_reference_statistics_come_from_the_grammar_itself():
     assert glued_float(CH15, "ref_distinct_pct") == pytest.approx(len(set(reference)) / 10)
     assert glued_float(CH15, "ref_novel_pct") == pytest.approx(
         100 * np.mean([s not in train for s in reference]))
+    assert glued_float(CH15, "ref_relative_pct") == pytest.approx(
+        100 * np.mean([" that " in s for s in reference]))
 
 
 def test_ch15_agreement_and_the_heads():
@@ -78,7 +88,13 @@ def test_ch15_agreement_and_the_heads():
     assert glued_float(CH15, "verb_mass") > 0.9
     assert glued_float(CH15, "n_heads_total") == 8
     assert 1 <= glued_float(CH15, "best_layer") <= 2 and 1 <= glued_float(CH15, "best_head") <= 4
-    assert glued_float(CH15, "best_weight") > 0.5
+    assert glued_float(CH15, "best_weight") > 0.3
+    # the ablation: the most harmful removal of one or two heads leaves about
+    # a coin toss or less; with seed 0 (the book's), the head that looks
+    # hardest is not needed alone
+    assert glued_float(CH15, "without_best_pct") >= 95
+    assert glued_float(CH15, "worst_pct") < 65
+    assert 1 <= glued_float(CH15, "start_layer") <= 2 and 1 <= glued_float(CH15, "start_head") <= 4
 
 
 def test_ch15_the_previous_word_model_agrees_with_the_attractor():
@@ -109,7 +125,21 @@ def test_ch15_exercise_answers():
         cooled = torch.softmax(s / T, 0)
         torch.testing.assert_close(cooled, p ** (1 / T) / (p ** (1 / T)).sum())
         assert cooled[0] == cooled[1]
-    assert glued_float(CH15, "distinct_025_pct") > 30
+    import inspect
+    defaults = inspect.signature(language.sentence).parameters
+    relative = defaults["relative"].default
+    transitive = defaults["transitive"].default
+    assert glued_float(CH15, "grammar_that") == relative == 0.4
+    # "more than any one verb": 2 intransitive and 3 transitive verbs agree
+    n_verbs = {False: len(language.WORDS["intransitive"][0]),
+               True: len(language.WORDS["transitive"][0])}
+    assert relative > (1 - relative) * max((1 - transitive) / n_verbs[False],
+                                           transitive / n_verbs[True])
+    p_that, p_verb = glued_float(CH15, "p_that"), glued_float(CH15, "p_verb")
+    assert p_that > p_verb
+    assert glued_float(CH15, "that_ratio") == pytest.approx(p_that / p_verb)
+    assert glued_float(CH15, "that_ratio_4") == pytest.approx((p_that / p_verb) ** 4)
+    assert glued_float(CH15, "cooled_that") > max(0.5, p_that + 0.3)
     ratio = glued_float(CH15, "noun_ratio")
     assert 1 <= ratio < 2 and glued_float(CH15, "noun_ratio_4") == pytest.approx(ratio ** 4)
     assert 0.03 < glued_float(CH15, "noun_least") < 0.25
