@@ -269,8 +269,11 @@ class TinyGPT(nn.Module):
     blocks, a final layer norm (pre-LN only; a post-LN stack already ends
     in one) and the readout ``head``, whose weight *is* the token embedding
     matrix (weight tying): ``model.head.weight is model.tok_emb.weight``.
-    Weights start as GPT-2's: normal with standard deviation 0.02, biases 0,
-    layer norms at scale 1 and shift 0; ``seed`` makes them reproducible.
+    Every linear and embedding weight starts normal with standard deviation
+    0.02, biases 0, layer norms at scale 1 and shift 0; ``seed`` makes them
+    reproducible. GPT-2 draws the same way but also scales the output
+    projections of the residual branches (``attn.proj``, ``mlp[2]``) by
+    1/sqrt(2 n_layers); TinyGPT does not.
 
     Parameters
     ----------

@@ -9,6 +9,7 @@ import torch
 from nbrun import glued_float
 
 from attnbook import rotate, rotate_half
+from attnbook.layer import CausalSelfAttention
 from attnbook.nn import Block, GroupedQueryAttention, KVCache, TinyGPT
 
 pytestmark = pytest.mark.slow
@@ -44,6 +45,18 @@ def test_ch14_llama_cache_in_gib_and_the_gqa_factor():
     assert glued_float(CH14, "llama_mha_gib") == 2 * 80 * 64 * 128 * 4096 * 2 / 2 ** 30 == 10
     assert glued_float(CH14, "llama_gqa_gib") == 2 * 80 * 8 * 128 * 4096 * 2 / 2 ** 30
     assert glued_float(CH14, "gqa_factor") == 8
+
+
+def test_ch14_one_sequences_cache_is_smaller_than_the_parameters_a_batch_is_not():
+    weights_mib = 124_439_808 * 4 / 2 ** 20                 # GPT-2 small in float32
+    per_token_kib = 2 * 12 * 768 * 4 / 2 ** 10               # k and v, 12 layers
+    assert glued_float(CH14, "gpt2_weights_mib") == pytest.approx(weights_mib)
+    assert glued_float(CH14, "gpt2_token_kib") == per_token_kib == 72
+    tokens = glued_float(CH14, "break_even_tokens")
+    assert tokens == pytest.approx(weights_mib * 2 ** 10 / per_token_kib) and tokens > 1024
+    cache_mib = glued_float(CH14, "gpt2_cache")
+    batch = glued_float(CH14, "break_even_batch")
+    assert (batch - 1) * cache_mib < weights_mib < batch * cache_mib
 
 
 def test_ch14_gradient_comparisons_in_the_prose():
@@ -95,3 +108,22 @@ def test_ch14_exercise_answers():
     new = rotate_half(X @ W_q[:, perm], p) @ rotate_half(X @ W_k[:, perm], p).T
     np.testing.assert_allclose(new, old, atol=1e-10)
     assert np.abs(rotate_half(X @ W_q, p) @ rotate_half(X @ W_k, p).T - old).max() > 0.1
+    # ... and with the biases of the book's own layer, their entries reordered too
+    torch.manual_seed(0)
+    layer = CausalSelfAttention(16, 2).double()
+    with torch.no_grad():
+        layer.qkv.bias.normal_()
+    W = layer.qkv.weight.detach().numpy().T                  # (d_model, 3 d_model)
+    b = layer.qkv.bias.detach().numpy()
+    assert np.abs(b).max() > 0.1
+    for h in range(2):
+        q_cols = slice(h * d_head, (h + 1) * d_head)
+        k_cols = slice(16 + h * d_head, 16 + (h + 1) * d_head)
+        W_q, b_q, W_k, b_k = W[:, q_cols], b[q_cols], W[:, k_cols], b[k_cols]
+        old = rotate(X @ W_q + b_q, p) @ rotate(X @ W_k + b_k, p).T
+        new = (rotate_half(X @ W_q[:, perm] + b_q[perm], p)
+               @ rotate_half(X @ W_k[:, perm] + b_k[perm], p).T)
+        np.testing.assert_allclose(new, old, atol=1e-10)
+        weights_only = (rotate_half(X @ W_q[:, perm] + b_q, p)
+                        @ rotate_half(X @ W_k[:, perm] + b_k, p).T)
+        assert np.abs(weights_only - old).max() > 0.1

@@ -166,6 +166,17 @@ def test_tinygpt_seed_gives_the_same_weights_and_leaves_global_state_alone():
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters(), strict=True))
 
 
+def test_tinygpt_init_is_normal_002_everywhere_without_gpt2s_residual_scaling():
+    # the docstring: every weight N(0, 0.02^2), biases 0; unlike GPT-2, the output
+    # projections of the residual branches are not scaled by 1/sqrt(2 n_layers)
+    m = TinyGPT(vocab=512, d_model=128, n_heads=4, n_layers=8, max_len=64)
+    b = m.blocks[-1]
+    for w in (m.tok_emb.weight, b.attn.qkv.weight, b.attn.proj.weight, b.mlp[2].weight):
+        assert w.std().item() == pytest.approx(0.02, rel=0.05)
+    assert 0.02 / math.sqrt(2 * 8) < 0.6 * b.attn.proj.weight.std().item()
+    assert all(lin.bias.abs().max() == 0 for lin in (b.attn.qkv, b.attn.proj, b.mlp[2]))
+
+
 def test_post_ln_model_runs_but_has_no_stream():
     model = TinyGPT(10, 8, 2, 2, 4, pre_ln=False)
     logits, _ = model(torch.zeros(1, 4, dtype=torch.long))
