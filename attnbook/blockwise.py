@@ -6,7 +6,9 @@ maximum m of its scores, a running sum l of exp(score - m) and a running
 weighted sum of values, and rescales the last two by exp(m_old - m_new)
 whenever the maximum grows. The largest temporary is (..., n_q, block_size).
 With causal=True the causal mask is made inside each block from the query and
-key positions, as FlashAttention does, so no (n_q, n_k) array exists either.
+key positions, as FlashAttention does, so no (n_q, n_k) array exists either;
+query i stands at position i (top-left alignment, the wrong one for cached
+decoding: see `blockwise_attention`).
 """
 from __future__ import annotations
 
@@ -52,8 +54,15 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
         Defaults to 1/sqrt(d_k).
     causal : bool, default False
         Query i may attend to keys 0..i only, as with ``causal_mask(n_q, n_k)``,
-        but the mask is computed per block from the positions, and blocks
-        that start after the last query are skipped. Combines with ``mask``.
+        but the mask is computed per block from the positions. Queries and
+        keys are aligned at the top left: query i stands at position i. That
+        is right when Q and K come from the same tokens (n_q = n_k), and wrong
+        for cached decoding, where the n_q new queries stand at positions
+        n_k - n_q, ..., n_k - 1 (aligned at the bottom right): there a single
+        new query needs ``causal=False``, and several need a ``mask``. A block
+        is skipped only if it starts at or after key n_q, which no query sees;
+        with n_q = n_k none is, and every block is scored in full before the
+        keys above the diagonal are masked. Combines with ``mask``.
 
     Returns
     -------

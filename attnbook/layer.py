@@ -88,7 +88,10 @@ class CausalSelfAttention(nn.Module):
     output columns are Q, K and V side by side (the order and layout of
     ``nn.MultiheadAttention``'s in_proj_weight), and ``proj``, the output
     projection ``nn.Linear(d_model, d_model)``. The causal mask is the boolean
-    buffer ``mask`` (max_len, max_len), True = may attend.
+    buffer ``mask`` (max_len, max_len), True = may attend. GPT-2's published
+    checkpoint stores ``c_attn.weight`` and ``c_proj.weight`` as (in, out),
+    (d_model, 3 d_model) and (d_model, d_model): the transposes of
+    ``qkv.weight`` and ``proj.weight``, so they are copied in with ``.T``.
 
     Parameters
     ----------

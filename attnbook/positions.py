@@ -1,8 +1,8 @@
 """Positions: the sinusoidal encoding and rotary embeddings (RoPE), in numpy.
 
-Both use the same frequencies. Dimension pair i (columns 2i and 2i+1) turns
-at the angular frequency w_i = 1 / base^(2i/d) per position, from 1 radian
-per position for i = 0 down to nearly 1/base for the last pair.
+Both use the same frequencies. Dimension pair c (columns 2c and 2c+1) turns
+at the angular frequency w_c = 1 / base^(2c/d) per position, from 1 radian
+per position for c = 0 down to nearly 1/base for the last pair.
 """
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
     Returns
     -------
     PE : ndarray, shape (n, d)
-        ``PE[p, 2i] = sin(p / base^(2i/d))`` and
-        ``PE[p, 2i+1] = cos(p / base^(2i/d))``.
+        ``PE[i, 2c] = sin(i / base^(2c/d))`` and
+        ``PE[i, 2c+1] = cos(i / base^(2c/d))`` for position i and pair c.
     """
     n = _whole(n, "n", smallest=1)
     d = _whole(d, "d", smallest=2)
@@ -67,10 +67,10 @@ def rotate(x, positions, base: float = 10000.0) -> np.ndarray:
     Returns
     -------
     ndarray, shape of x
-        The pair (x[..., 2i], x[..., 2i+1]) of the row at position p is rotated
-        by the angle p / base^(2i/d). Rotations keep lengths, and
-        rotate(q, p) · rotate(k, m) depends on p and m only through the offset
-        m - p.
+        The pair (x[..., 2c], x[..., 2c+1]) of the row at position i is rotated
+        by the angle i / base^(2c/d). Rotations keep lengths, and
+        rotate(q, i) · rotate(k, j) depends on i and j only through the offset
+        j - i.
     """
     x, cos, sin = _rope_inputs(x, positions, base)                     # cos, sin: (n, d/2)
     even, odd = x[..., 0::2], x[..., 1::2]                             # (..., n, d/2)
@@ -87,7 +87,7 @@ def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
     Taught in :doc:`/chapters/14_the_whole_block` (chapter 14). The
     interleaved layout is `rotate` (chapter 11).
 
-    Column i is paired with column i + d/2 instead of its neighbour:
+    Column c is paired with column c + d/2 instead of its neighbour:
     ``x * cos + rotate_half(x) * sin`` with ``rotate_half(x) = [-x2, x1]``
     for the halves x1, x2 of each row. It is `rotate` up to a fixed
     permutation of the columns: with ``perm = [0, 2, ..., d-2, 1, 3, ...,
@@ -106,8 +106,8 @@ def rotate_half(x, positions, base: float = 10000.0) -> np.ndarray:
     Returns
     -------
     ndarray, shape of x
-        The pair (x[..., i], x[..., i + d/2]) of the row at position p is
-        rotated by the angle p / base^(2i/d).
+        The pair (x[..., c], x[..., c + d/2]) of the row at position i is
+        rotated by the angle i / base^(2c/d).
     """
     x, cos, sin = _rope_inputs(x, positions, base)                     # cos, sin: (n, d/2)
     half = x.shape[-1] // 2
@@ -145,12 +145,12 @@ def _finite_rotation(out: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 
 def _frequencies(d: int, base: float) -> np.ndarray:
-    """w_i = 1 / base^(2i/d) for i = 0..d/2-1: shape (d/2,)."""
+    """w_c = 1 / base^(2c/d) for c = 0..d/2-1: shape (d/2,)."""
     return base ** (-np.arange(0, d, 2) / d)
 
 
 def _angles(p: np.ndarray, d: int, base: float, what: str) -> np.ndarray:
-    """p_j * w_i, shape (n, d/2); raises if a frequency or an angle overflows float64
+    """position times w_c for every pair c, shape (n, d/2); raises if a frequency or an angle overflows float64
     (a base < 1 makes the frequencies grow, up to 1/base)."""
     with np.errstate(over="ignore", invalid="ignore"):
         w = _frequencies(d, base)                                       # (d/2,)

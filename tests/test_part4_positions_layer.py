@@ -159,3 +159,12 @@ def test_ch12_exercise_answers():
     merged = (np.exp(m1 - m) * o1 + np.exp(m2 - m) * o2) / (np.exp(m1 - m) * l1
                                                             + np.exp(m2 - m) * l2)
     assert np.allclose(merged, scaled_dot_product_attention(q, K, V)[0])
+
+
+def test_ch12_causal_blockwise_skips_nothing_for_n_q_equal_n_k_and_misplaces_a_decoding_query():
+    n, b = int(glued_float(CH12, "block_n")), 128
+    assert glued_float(CH12, "n_blocks") == math.ceil(n / b)
+    assert glued_float(CH12, "blocks_scored") == glued_float(CH12, "n_blocks")   # none skipped
+    assert glued_float(CH12, "decode_scored") == 1          # the prose says "1 block"
+    assert glued_float(CH12, "decode_gap") > 0.1
+    assert glued_float(CH12, "block_gap") < 1e-12           # equal up to rounding

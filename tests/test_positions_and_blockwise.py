@@ -134,6 +134,20 @@ def test_blockwise_causal_from_positions_equals_the_full_causal_mask(n_q, n_k, b
                                                    causal=True), ref2, atol=1e-12)
 
 
+def test_blockwise_causal_is_aligned_top_left_as_its_docstring_says():
+    """Query i stands at position i: right for n_q = n_k, wrong for one decoding
+    query after cached keys (chapter 12), which causal=False serves."""
+    rng = np.random.default_rng(3)
+    Q, K, V = rng.normal(size=(10, 8)), rng.normal(size=(10, 8)), rng.normal(size=(10, 3))
+    full, _ = scaled_dot_product_attention(Q, K, V, mask=causal_mask(10))
+    last = Q[-1:]
+    np.testing.assert_allclose(blockwise_attention(last, K, V, 4, causal=True), V[:1],
+                               atol=1e-12)                  # sees key 0 only
+    assert np.abs(blockwise_attention(last, K, V, 4, causal=True) - full[-1:]).max() > 0.1
+    np.testing.assert_allclose(blockwise_attention(last, K, V, 4), full[-1:], atol=1e-12)
+    assert "top left" in blockwise_attention.__doc__
+
+
 def test_blockwise_with_rectangular_inputs_a_scale_and_huge_scores():
     rng = np.random.default_rng(1)
     Q, K, V = rng.normal(size=(7, 4)) * 30, rng.normal(size=(19, 4)) * 30, rng.normal(size=(19, 2))

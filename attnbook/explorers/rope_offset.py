@@ -12,13 +12,13 @@ from .explorer import Explorer
 def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
                         base: float = 10000.0, seed: int = 0, index: int | None = None
                         ) -> Explorer:
-    """Slide the offset m - p between a query at position p and a key at position m.
+    """Slide the offset j - i between a query at position i and a key at position j.
 
     Taught in :doc:`/chapters/11_positions` (chapter 11). One query q and
     one key k (N(0, 1) entries of width d, drawn from
     ``np.random.default_rng(seed)``) are placed at every pair of positions:
-    with RoPE the score is rotate(q, p) · rotate(k, m) / √d, with added
-    sinusoids it is (q + PE[p]) · (k + PE[m]) / √d. Left, the score against
+    with RoPE the score is rotate(q, i) · rotate(k, j) / √d, with added
+    sinusoids it is (q + PE[i]) · (k + PE[j]) / √d. Left, the score against
     the offset for each of n_positions query positions (with RoPE the curves
     coincide); right, at the chosen offset, the score against the query
     position: flat for RoPE, wavy for added sinusoids.
@@ -30,7 +30,7 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
     max_offset : int
         The offsets slid over are -max_offset, ..., max_offset.
     n_positions : int
-        How many query positions p (from max_offset on).
+        How many query positions i (from max_offset on).
     base : float
         The frequency base of RoPE and of the sinusoids.
     seed : int
@@ -49,15 +49,15 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
     rng = np.random.default_rng(seed)
     q, k = rng.normal(size=(2, d))                                       # (d,), (d,)
     offsets = list(range(-max_offset, max_offset + 1))
-    p = np.arange(max_offset, max_offset + n_positions)                  # query positions
+    pos = np.arange(max_offset, max_offset + n_positions)                  # query positions
     pe = sinusoidal_positions(n_positions + 2 * max_offset, d, base)     # (n_pos + 2 max_off, d)
-    q_rope = rotate(np.tile(q, (n_positions, 1)), p, base)               # (n_positions, d)
-    q_added = q + pe[p]                                                  # (n_positions, d)
+    q_rope = rotate(np.tile(q, (n_positions, 1)), pos, base)               # (n_positions, d)
+    q_added = q + pe[pos]                                                  # (n_positions, d)
     rope, added = [], []                                                 # (n_offsets, n_positions)
     for off in offsets:
-        k_rope = rotate(np.tile(k, (n_positions, 1)), p + off, base)     # (n_positions, d)
+        k_rope = rotate(np.tile(k, (n_positions, 1)), pos + off, base)     # (n_positions, d)
         rope.append(np.sum(q_rope * k_rope, axis=1) / np.sqrt(d))
-        added.append(np.sum(q_added * (k + pe[p + off]), axis=1) / np.sqrt(d))
+        added.append(np.sum(q_added * (k + pe[pos + off]), axis=1) / np.sqrt(d))
     rope, added = np.array(rope), np.array(added)
     lo, hi = min(rope.min(), added.min()), max(rope.max(), added.max())
     pad = 0.08 * (hi - lo)
@@ -69,28 +69,28 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
         ax_off.add_collection(LineCollection(segments, colors=color, linewidths=lw,
                                              alpha=0.6 if lw < 1 else 1.0, label=label))
     ax_off.set_xlim(offsets[0], offsets[-1])
-    ax_off.set_xlabel("offset m − p (key position minus query position)")
+    ax_off.set_xlabel("offset j − i (key position minus query position)")
     ax_off.set_ylabel("score q·k / √d")
-    ax_off.set_title(f"one curve per query position p ({n_positions} of them)", fontsize=10)
+    ax_off.set_title(f"one curve per query position i ({n_positions} of them)", fontsize=10)
     ax_off.set_ylim(lo - pad, hi + pad)
     ax_off.legend(fontsize=8, loc="upper left")
     marker = ax_off.axvline(offsets[0], color="black", lw=1)
-    (line_rope,) = ax_pos.plot(p, rope[0], "o-", color="#1b9e77", ms=3, label="RoPE")
-    (line_added,) = ax_pos.plot(p, added[0], "s-", color="#d95f02", ms=3,
+    (line_rope,) = ax_pos.plot(pos, rope[0], "o-", color="#1b9e77", ms=3, label="RoPE")
+    (line_added,) = ax_pos.plot(pos, added[0], "s-", color="#d95f02", ms=3,
                                 label="added sinusoids")
-    ax_pos.set_xlabel("query position p")
+    ax_pos.set_xlabel("query position i")
     ax_pos.set_ylabel("score q·k / √d")
     # headroom above every score for the legend, so it never covers a point
     ax_pos.set_ylim(lo - pad, hi + pad + 0.3 * (hi - lo + 2 * pad))
     ax_pos.legend(fontsize=8, loc="upper left", ncols=2)
     title = ax_pos.set_title("", fontsize=10)
 
-    def update(i: int) -> None:
-        marker.set_xdata([offsets[i], offsets[i]])
-        line_rope.set_ydata(rope[i])
-        line_added.set_ydata(added[i])
-        title.set_text(f"offset = {offsets[i]}: spread over p {np.ptp(rope[i]):.1e} (RoPE), "
-                       f"{np.ptp(added[i]):.2f} (added)")
+    def update(frame: int) -> None:
+        marker.set_xdata([offsets[frame], offsets[frame]])
+        line_rope.set_ydata(rope[frame])
+        line_added.set_ydata(added[frame])
+        title.set_text(f"offset = {offsets[frame]}: spread over i {np.ptp(rope[frame]):.1e} (RoPE), "
+                       f"{np.ptp(added[frame]):.2f} (added)")
 
     return Explorer("offset", offsets, [str(o) for o in offsets], fig, update, index,
                     "Left: the attention score of one query and one key against their "
