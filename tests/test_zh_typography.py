@@ -313,3 +313,19 @@ def test_folding_labels_say_what_they_fold(built_book, kind, label):
     pairs = set(zip(en, zh, strict=True))
     assert (f"Show code cell {kind}", label) in pairs, pairs
     assert len({z for e, z in pairs if e.endswith(kind)}) == 1, pairs
+
+
+def test_glossary_chinese_names_are_in_the_index_and_search(built_book):
+    """U3: 消融 finds the glossary entry in the general index and in the
+    search index's index entries, as ablation does (zh_typography, piece 6)."""
+    import json
+
+    from tools.glossary.terms import glossary_entries
+    zh = built_book / "zh"
+    text = (zh / "searchindex.js").read_text(encoding="utf-8")
+    entries = json.loads(text[text.index("(") + 1:text.rindex(")")])["indexentries"]
+    index = (zh / "genindex.html").read_text(encoding="utf-8")
+    missing = [f"{e.term} / {zh_name}" for e in glossary_entries() for zh_name, _, _ in e.chinese
+               if zh_name not in entries or f"<strong>{zh_name}</strong>" not in index]
+    assert not missing, missing
+    assert entries["消融"] == entries["ablation"]

@@ -28,6 +28,9 @@
    formats it, and each formatted label is then translated by theme.po
    ("Show code cell source" 显示代码, "... content" 显示代码单元).
 5. Field lists ("参数：", "返回：") end their names with a full-width colon.
+6. The glossary's Chinese names (its ``**中文**``) are index entries and
+   glossary terms too, so 消融 is in the general index and a Chinese search
+   ranks the glossary entry first, as an English one does.
 
 Every piece does nothing in the English edition.
 """
@@ -250,6 +253,31 @@ class ChineseApiPage(SphinxTransform):
                                 for kind, value, *rest in index["entries"]]
 
 
+# --- 6. the glossary's Chinese names -------------------------------------------
+
+class ChineseGlossaryNames(SphinxTransform):
+    """Piece 6 (after Locale, 20): each term's Chinese names beside its English one."""
+
+    default_priority = 31
+
+    def apply(self, **kwargs) -> None:
+        if not chinese_edition(self.config) or self.env.docname != "glossary":
+            return
+        from tools.glossary.terms import glossary_entries
+        names = {e.term: [zh for zh, _, _ in e.chinese] for e in glossary_entries()}
+        std = self.env.get_domain("std")
+        for term in self.document.findall(nodes.term):
+            index = next(iter(term.findall(addnodes.index)), None)
+            if index is None or not term["ids"]:
+                continue
+            node_id = term["ids"][0]
+            for chinese in names.get(term.astext(), []):
+                if ("term", chinese) in std.objects:
+                    continue
+                index["entries"].append(("single", chinese, node_id, "main", None))
+                std._note_term(chinese, node_id, location=term)
+
+
 # --- 4. folding buttons -------------------------------------------------------
 
 #: myst-nb's own labels, which it formats with the type (source, content, output(s))
@@ -309,4 +337,5 @@ def setup(app):
     app.add_post_transform(EnglishFoldingPrompts)
     app.add_post_transform(FoldingLabels)
     app.add_transform(ChineseApiPage)
+    app.add_transform(ChineseGlossaryNames)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
