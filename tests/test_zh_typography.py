@@ -329,3 +329,36 @@ def test_glossary_chinese_names_are_in_the_index_and_search(built_book):
                if zh_name not in entries or f"<strong>{zh_name}</strong>" not in index]
     assert not missing, missing
     assert entries["消融"] == entries["ablation"]
+
+
+#: the short Chinese cells of a page's tables that break over more than one line
+SPLIT_CELLS = """() => [...document.querySelectorAll('article table :is(td, th)')]
+  .filter(c => /^[\\u4e00-\\u9fff]{2,6}$/.test(c.innerText.trim()))
+  .filter(c => {
+    const walker = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+    const tops = new Set();
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const r = document.createRange(); r.selectNodeContents(n);
+      for (const b of r.getClientRects()) if (b.width > 0) tops.add(Math.round(b.top));
+    }
+    return tops.size > 1; })
+  .map(c => c.innerText.trim())"""
+
+
+def test_short_chinese_table_cells_stay_on_one_line_at_390_px(built_book, book_server, browser):
+    """L2: a table does not squeeze a column of short Chinese cells ("大小相同",
+    "要求" in chapter 9) to one character per line on a phone (book.css:
+    word-break keep-all in the Chinese edition's table cells)."""
+    from survey import built_pages
+    page = browser.new_page(viewport={"width": 390, "height": 800})
+    split, tables = {}, 0
+    for name in built_pages(built_book / "zh"):
+        if "<table" not in (built_book / "zh" / name).read_text(encoding="utf-8"):
+            continue
+        page.goto(f"{book_server}/zh/{name}", wait_until="load")
+        tables += 1
+        if cells := page.evaluate(SPLIT_CELLS):
+            split[name] = cells
+    page.close()
+    assert tables >= 3, f"only {tables} pages with tables"
+    assert not split, split
