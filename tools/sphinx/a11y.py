@@ -1,7 +1,9 @@
 """Sphinx extension: what the book needs so that every reader can read it.
 
 - Chinese glyphs from the book itself. After the build, the Chinese
-  characters of every built page are collected, Noto Sans SC (npm package
+  characters of every built page and of the scripts the pages run (the
+  copy button's tooltips, the search page's messages and the search
+  index's result types: `script_characters`) are collected, Noto Sans SC (npm package
   @fontsource/noto-sans-sc, pinned in package.json) is cut down with fontTools
   to exactly those characters, and the pages that contain Chinese get a
   stylesheet that declares the subset with `unicode-range`. The characters
@@ -100,6 +102,33 @@ def plan_files(groups: list[set[str]]) -> list[tuple[Path, set[str]]]:
     return plan
 
 
+def script_characters(out: Path) -> set[str]:
+    """The Chinese characters the pages' scripts can show: every script in
+    _static/ (the search page's messages in Sphinx's translations.js, the
+    copy button's tooltips in copybutton.js, the theme's), and the search
+    index (the object types of its results, "Python 托管属性"), their
+    ``\\uXXXX`` escapes read as characters."""
+    scripts = [*sorted((out / "_static").rglob("*.js")), out / "searchindex.js"]
+    chars: set[str] = set()
+    for script in scripts:
+        if script.is_file():
+            text = script.read_text(encoding="utf-8", errors="replace")
+            text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+            chars |= set(CJK.findall(text))
+    return chars
+
+
+def _polish_scripts(app, exception) -> None:
+    """sphinx-copybutton's Chinese tooltip ends with an ASCII "!" ("复制成功!")."""
+    if exception is not None or app.builder.format != "html":
+        return
+    script = Path(app.outdir) / "_static" / "copybutton.js"
+    if script.is_file():
+        text = script.read_text(encoding="utf-8")
+        if "复制成功!" in text:
+            script.write_text(text.replace("复制成功!", "复制成功！"), encoding="utf-8")
+
+
 def _chinese_font(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
@@ -118,12 +147,7 @@ def _chinese_font(app, exception) -> None:
                  "Chinese text is left to the reader's own fonts")
         return
     common = set.intersection(*(used[p] for p in with_cjk))
-    # the search page's messages come from Sphinx's translations.js (\u escapes)
-    scripted = set()
-    translations = out / "_static" / "translations.js"
-    if translations.is_file():
-        scripted = set(CJK.findall(translations.read_text(encoding="ascii", errors="replace")
-                                   .encode().decode("unicode_escape")))
+    scripted = script_characters(out)
     rest = (set.union(*(used[p] for p in with_cjk)) | scripted) - common
     folder = out / "_static" / "cjk"
     folder.mkdir(parents=True, exist_ok=True)
@@ -222,6 +246,7 @@ def setup(app):
     app.add_node(HideCodeCellNode, override=True,
                  html=(visit_hidden_input, depart_HideCellInput))
     app.add_node(nodes.citation, override=True, html=(visit_citation, depart_citation))
+    app.connect("build-finished", _polish_scripts)
     app.connect("build-finished", _chinese_font)
     app.connect("build-finished", _favicon_ico)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -369,6 +369,7 @@ def add_language_switch(app, pagename, templatename, context, doctree) -> None:
 
 def setup(app):
     app.setup_extension("tools.sphinx.i18n_ui")    # the interface around the prose
+    app.setup_extension("tools.sphinx.zh_typography")  # spacing, the API page, fold labels
     patch_myst_nb_parser()
     build_default_settings_once()
     parse_each_translation_once()

@@ -37,7 +37,12 @@ tools/build/book.py sets the Chinese edition's settings (ZH_SETTINGS).
 6. The folding button's label: sphinx-togglebutton's script labels every
    button "Toggle hidden content"; with ``book_toggle_label`` a script
    relabels them once they exist.
-7. Not about language, but about the bibliography plugins pieces 3 and 4
+7. Search messages. The search page's script takes its messages from
+   Sphinx's compiled translations.js, which the catalogues of piece 1 do not
+   reach. Each message of JS_MESSAGES that theme.po translates is added by
+   a script that runs after translations.js (the no-result message: there
+   are no "categories" to select in this book).
+8. Not about language, but about the bibliography plugins pieces 3 and 4
    use, so here: pybtex and sphinxcontrib-bibtex find their plugins from one
    scan of the installed entry points (`scan_entry_points_once`), in both
    editions.
@@ -299,6 +304,26 @@ def _toggle_label(app, config) -> None:
         f'{json.dumps(label, ensure_ascii=False)})));'))
 
 
+# --- 7. search messages ------------------------------------------------------------
+
+#: searchtools.js messages theme.po may translate
+JS_MESSAGES = ("Your search did not match any documents. Please make sure that all words are "
+               "spelled correctly and that you've selected enough categories.",)
+
+
+def _search_messages(app) -> None:
+    config = app.config
+    if not config.language or config.language == "en" or app.builder.format != "html":
+        return
+    ours = {m: app.translator.gettext(m) for m in JS_MESSAGES}
+    ours = {m: t for m, t in ours.items() if t != m}
+    if ours:
+        # after translations.js (priority 500), whose messages it replaces
+        app.add_js_file(None, priority=900, body=(
+            "Object.assign(Documentation.TRANSLATIONS, "
+            f"{json.dumps(ours, ensure_ascii=False)});"))
+
+
 def scan_entry_points_once() -> None:
     """Let pybtex and sphinxcontrib-bibtex read the installed entry points
     from one scan instead of one per plugin lookup.
@@ -333,5 +358,6 @@ def setup(app):
     app.connect("config-inited", _translated_bibliography_style)
     app.connect("config-inited", _toggle_label)
     app.connect("doctree-resolved", _extract_bib_fields)
+    app.connect("builder-inited", _search_messages)
     app.add_post_transform(OrderSolutionTitles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
