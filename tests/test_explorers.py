@@ -403,3 +403,68 @@ def test_temperature_frames_alt_text_gives_every_weight_and_the_output():
     output = w[0] * 10.0 + w[1] * 5.0 + w[2] * 2.0
     assert e.frame_alt() == (f"{e.description}. T = 1: fruit: weights apple {w[0]:.2f}, "
                              f"banana {w[1]:.2f}, chair {w[2]:.2f}; output {output:.2f}")
+
+
+def markings(fig) -> list:
+    """What an explorer draws to mark cells and points: every visible outline
+    (an unfilled patch that is not a spine, e.g. the induction stripe's cells or
+    the selected head's frame) and every line drawn with markers (dots), each
+    with the colour it is drawn in."""
+    from matplotlib.colors import to_rgb
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    out = []
+    for ax in fig.axes:
+        spines = set(map(id, ax.spines.values()))
+        for a in ax.get_children():
+            if not a.get_visible() or a is ax.patch or id(a) in spines:
+                continue
+            if isinstance(a, Patch) and not a.get_fill() and a.get_edgecolor()[3] > 0:
+                out.append((a, a.get_edgecolor()[:3]))
+            elif (isinstance(a, Line2D) and len(a.get_xdata())
+                  and a.get_marker() not in ("None", "", " ", None)):
+                out.append((a, to_rgb(a.get_markerfacecolor())))
+    return out
+
+
+def pixels_showing(frame: np.ndarray, fig, artist, colour) -> int:
+    """How many pixels of `frame`, inside `artist`'s extent, are nearer its
+    colour than the same figure drawn without it: 0 if the frame lost it."""
+    h = frame.shape[0]
+    box = artist.get_window_extent(fig.canvas.get_renderer())
+    x0, x1 = int(max(box.x0 - 2, 0)), int(min(box.x1 + 2, frame.shape[1]))
+    y0, y1 = int(max(h - box.y1 - 2, 0)), int(min(h - box.y0 + 2, h))
+    artist.set_visible(False)
+    without = rgb(png.png_full_redraw(fig))
+    artist.set_visible(True)
+    c = np.array(colour) * 255
+    saved, bare = frame[y0:y1, x0:x1], without[y0:y1, x0:x1]
+    return int((np.linalg.norm(saved - c, axis=2) + 20
+                < np.linalg.norm(bare - c, axis=2)).sum())
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_outline_and_marker_shows_in_every_book_frame(kind):
+    """Chapter 16 promised the induction stripe outlined while the blitted
+    heatmap covered the outlines in every frame; this looks at the saved
+    frames' pixels for every marking every explorer draws."""
+    e = make(kind)
+    for i, frame in enumerate(e.frames()):
+        e.show(i)
+        for artist, colour in markings(e.figure):
+            assert pixels_showing(rgb(frame), e.figure, artist, colour) > 5, \
+                f"{kind}, frame {i}: {artist} is not in the saved frame"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_book_frame_is_the_full_drawing_of_its_figure(kind):
+    """Blitting draws, over the background, what a full drawing puts after
+    the dynamic artists (outlines, spines, ticks); so each frame is the figure
+    drawn in full, up to a few anti-aliased pixels where twin Axes overlap
+    (which can move a palette colour by a few levels)."""
+    e = make(kind)
+    for i, frame in enumerate(e.frames()):
+        e.show(i)
+        full = rgb(png.png_palette(e.figure))
+        differ = (np.abs(rgb(frame) - full).max(axis=2) > 16).sum()
+        assert differ <= 10, f"{kind}, frame {i}: {differ} pixels differ from a full drawing"

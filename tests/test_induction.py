@@ -233,8 +233,17 @@ def test_ch16_comparisons_the_prose_makes():
     assert g("loss_gone") > g("ctrl_loss_high") >= g("ctrl_loss_low")
     assert g("second_intact") < g("second_start")
     assert g("gone_copy") > g("mean_copy") and g("mean_copy") < g("mean_first")
-    assert g("icl_score") == pytest.approx(g("last_token") - g("first_last"))
+    assert g("icl_score") == pytest.approx(g("last_token") - g("first_token"))
+    assert g("icl_late") == pytest.approx(g("last_token") - g("first_last"))
+    assert g("first_last") > g("first_token") and g("seen_last") > g("seen_first")
+    assert g("tok0_last") < g("seen_last")
+    assert g("floor_bayes") > g("floor_first")
+    assert g("alone_low") > g("second_intact") > 0 and g("l2_ctrl_high") < g("alone_low")
     assert g("floor_first") == pytest.approx(np.mean(np.log(24 - np.arange(1, 10))))
+    # halves of 4 to 10: after t >= 4 new tokens, token 0 comes next with 1 / (11 - t)
+    t = np.arange(1, 10)
+    bayes = np.log(24 - t) - np.log(1 - np.where(t >= 4, 1 / (11 - t), 0))
+    assert g("floor_bayes") == pytest.approx(bayes.mean())
 
 
 @pytest.mark.slow
@@ -244,5 +253,6 @@ def test_ch16_exercise_answers():
         np.mean(1 / np.arange(11, 20)))
     assert abs(glued_float(CH16, "ind_start") - glued_float(CH16, "uniform_score")) < 0.05
     assert glued_float(CH16, "no_ind_second") > glued_float(CH16, "second_intact") + 1
+    assert glued_float(CH16, "no_ind_second") > glued_float(CH16, "alone_high")
     assert glued_float(CH16, "long_ind") < glued_float(CH16, "ind_best")
     assert glued_float(CH16, "long_copy") > glued_float(CH16, "mean_copy")

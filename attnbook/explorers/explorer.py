@@ -44,6 +44,25 @@ def steady_ticks(target, smallest_top: float, nbins: int = 4) -> None:
         target.set_major_formatter(formatter)
 
 
+def redrawn(dynamic: Sequence) -> list:
+    """The artists a blitted frame draws over its background: each dynamic
+    artist and, in its Axes, everything that a full drawing puts after it (the
+    Axes' children in matplotlib's order: by zorder, then as added), such as
+    outlines over a heatmap, the spines and the ticks; a full redraw would draw
+    those on top, so leaving them in the background would hide them."""
+    out, done, ids = [], set(), {id(a) for a in dynamic}
+    for artist in dynamic:
+        ax = getattr(artist, "axes", None)
+        if ax is None or artist is ax:
+            out.append(artist)
+        elif id(ax) not in done:
+            done.add(id(ax))
+            order = sorted((a for a in ax.get_children() if a is not ax.patch),
+                           key=lambda a: a.zorder)
+            out += order[next(i for i, a in enumerate(order) if id(a) in ids):]
+    return out
+
+
 def _script_json(strings: list[str]) -> str:
     """JSON for a <script> element, whose text the browser does not unescape: an
     "&lt;" there would reach JSON.parse as is, so "<" is written "\\u003c"
@@ -111,6 +130,7 @@ class Explorer:
         self._box = None            # the VBox holding both
         self._canvas = None         # the Agg canvas the live form blits on
         self._background = None     # its pixels without the dynamic artists
+        self._redrawn: list = []    # what a blitted frame draws: `redrawn(dynamic)`
         self._live_frames: dict[int, bytes] = {}   # live PNG per index, drawn on first visit
         self._update(self.index)
         self._freeze_layout()
@@ -183,13 +203,14 @@ class Explorer:
         else:
             if self._background is None:
                 self._canvas = FigureCanvasAgg(fig)
-                for artist in self.dynamic:
+                self._redrawn = redrawn(self.dynamic)
+                for artist in self._redrawn:
                     artist.set_animated(True)
                 self._canvas.draw()                       # everything that does not move
                 self._background = self._canvas.copy_from_bbox(fig.bbox)
             self._canvas.restore_region(self._background)
             renderer = self._canvas.get_renderer()
-            for artist in self.dynamic:
+            for artist in self._redrawn:
                 artist.draw(renderer)
             frame = png.png_of_canvas(self._canvas)
         self._live_frames[self.index] = frame
@@ -198,8 +219,7 @@ class Explorer:
     def _static_mode(self) -> None:
         """Undo the live form's blitting set-up so a full draw shows every artist."""
         if self._background is not None:
-            for artist in self.dynamic:
-                artist.set_animated(False)
+            self._unblit()
             self._background = None
 
     def _blitter(self) -> Callable[[], bytes]:
@@ -211,7 +231,8 @@ class Explorer:
         if not self.dynamic:
             return lambda: png.png_palette(fig)
         canvas = FigureCanvasAgg(fig)
-        for artist in self.dynamic:
+        self._redrawn = redrawn(self.dynamic)
+        for artist in self._redrawn:
             artist.set_animated(True)
         canvas.draw()
         background = canvas.copy_from_bbox(fig.bbox)
@@ -219,13 +240,13 @@ class Explorer:
         def frame() -> bytes:
             canvas.restore_region(background)
             renderer = canvas.get_renderer()
-            for artist in self.dynamic:
+            for artist in self._redrawn:
                 artist.draw(renderer)
             return png.png_palette_of_canvas(canvas)
         return frame
 
     def _unblit(self) -> None:
-        for artist in self.dynamic:
+        for artist in self._redrawn:
             artist.set_animated(False)
 
     # -- static form ---------------------------------------------------------------------
@@ -255,6 +276,14 @@ class Explorer:
         value, shown = self._alt_parts()
         shown = [words + (f": {data}" if data else "") for words, data in shown]
         return f"{self.description}. {value}" + (": " + "; ".join(shown) if shown else "")
+
+    def _readouts(self, tr=str) -> list[str]:
+        """Each value's readout, "name = label", through `tr`; a name of several
+        quantities ("layer, head = 2, 1") is one message, so that a translation
+        can put each number where its language does ("第 2 层，第 1 个头")."""
+        if ", " in self.name:
+            return [tr(f"{self.name} = {lab}") for lab in self.labels]
+        return [f"{tr(self.name)} = {tr(lab)}" for lab in self.labels]
 
     def _alt_parts(self) -> tuple[str, list[tuple[str, str]]]:
         """The current frame's value ("d_k = 8") and what it shows, in words."""
@@ -309,15 +338,13 @@ class Explorer:
                 return text
             return found
 
-        description = tr(self.description)
+        description, labels = tr(self.description), self._readouts(tr)
         try:
             for i in range(len(self.values)):
                 self.show(i)
-                value, shown = self._alt_parts()
-                name, label = (tr(s) for s in value.split(" = ", 1))
+                shown = self._alt_parts()[1]
                 shown = [tr(words) + (f"：{data}" if data else "") for words, data in shown]
-                alt = f"{description}。{name} = {label}" + ("：" + "；".join(shown)
-                                                           if shown else "")
+                alt = f"{description}。{labels[i]}" + ("：" + "；".join(shown) if shown else "")
                 with figure_text.translated(fig, messages, families) as lacking:
                     if i == 0:   # lay the figure out for the translated text, freeze it
                         fig.set_layout_engine("constrained")
@@ -331,7 +358,6 @@ class Explorer:
         for ax, position in positions:
             ax.set_position(position)
         self.show(current)
-        labels = [f"{tr(self.name)} = {tr(lab)}" for lab in self.labels]
         return out, tr(self.name), labels, list(missing)
 
     def to_html(self) -> str:
@@ -343,7 +369,7 @@ class Explorer:
             HTML: a slider, the current value, and an image that shows the
             frame of that value, each frame with its alt text.
         """
-        labels = [f"{self.name} = {lab}" for lab in self.labels]
+        labels = self._readouts()
         return self._html(self._frames_with_alt(), self.name, labels, self.description)
 
     def _html(self, frames: list[tuple[bytes, str]], name: str, labels: list[str],
@@ -378,10 +404,10 @@ aria-valuetext="{html.escape(labels[self.index], quote=True)}">
         """The book's form: the English slider and, with the build's catalogue
         (`attnbook.figure_text`), the Chinese edition's."""
         found = figure_text.catalogue()
-        texts = {figure_text.template(s)[0]: None for s in (self.name, self.description,
-                                                            *self.labels)
-                 if figure_text.needs_translation(s)} if found is not None else None
-        labels = [f"{self.name} = {lab}" for lab in self.labels]
+        labels = self._readouts()
+        texts = {figure_text.template(s)[0]: None for s in (
+            self.name, self.description, *self.labels, *(labels if ", " in self.name else ()))
+            if figure_text.needs_translation(s)} if found is not None else None
         data = {"text/html": self._html(self._frames_with_alt(texts), self.name, labels,
                                         self.description)}
         if found is None:
