@@ -12,7 +12,7 @@ __all__ = ["softmax_jacobian", "entropy", "dk_statistics", "score_variance"]
 
 
 def softmax_jacobian(p) -> np.ndarray:
-    """Jacobian of softmax at output p: ∂p_i/∂x_j = p_i (δ_ij − p_j).
+    """Jacobian of softmax at its output α (the argument p): ∂α_i/∂s_j = α_i (δ_ij − α_j).
 
     Taught in :doc:`/chapters/05_scaling` (chapter 5).
 
@@ -25,7 +25,8 @@ def softmax_jacobian(p) -> np.ndarray:
     Returns
     -------
     ndarray, shape (..., n, n)
-        diag(p) − p pᵀ.
+        diag(α) − α αᵀ, the derivative of the weights α with respect to
+        the scores s.
     """
     p = as_distribution(p, "p")
     return _jacobian(p)
@@ -90,9 +91,13 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
         Arrays over d_ks for "raw" (q·k) and "scaled" (q·k/√d_k) scores:
         ``std_*``, the standard deviation of the scores; ``max_*``, the mean
         largest weight per query; ``ent_*``, the mean entropy of the weights;
-        ``grad_*``, the mean Frobenius norm of the softmax Jacobian (how much
-        the weights still respond to their inputs); and ``"scores"``, the raw
-        scores per d_k, each (n_q, n_k).
+        ``grad_*``, the mean Frobenius norm of the softmax Jacobian
+        diag(α) − ααᵀ (how much the weights still respond to their scores);
+        ``qgrad_*`` and ``qgrad_median_*``, the mean and the median over the
+        queries of the Frobenius norm of ∂α/∂q = (diag(α) − ααᵀ) K / T, the
+        derivative of the weights with respect to the query (T = 1 raw,
+        √d_k scaled); and ``"scores"``, the raw scores per d_k, each
+        (n_q, n_k).
 
     Raises
     ------
@@ -112,7 +117,7 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
                          f"about {rounding:.2g}, more than a millionth of their spread, so the "
                          f"N(0, 1) noise is lost; choose |mean| <= "
                          f"{1e-6 * np.sqrt(2 / d_top) / np.finfo(float).eps:.3g}")
-    keys = ("std", "max", "ent", "grad")
+    keys = ("std", "max", "ent", "grad", "qgrad", "qgrad_median")
     stats = {f"{k}_{t}": [] for k in keys for t in ("raw", "scaled")}
     stats["scores"] = []
     for d_k in d_ks:
@@ -125,12 +130,17 @@ def dk_statistics(d_ks: Sequence[int], rng: np.random.Generator, n_q: int = 200,
             raise ValueError(f"the scores or their spread overflow float64 for mean = "
                              f"{mean:g} at d_k = {d_k} (q·k grows like d_k · mean²); "
                              f"choose a smaller |mean|")
-        for tag, s in (("raw", raw), ("scaled", raw / np.sqrt(d_k))):
+        for tag, T in (("raw", 1.0), ("scaled", np.sqrt(d_k))):
+            s = raw / T
             w = softmax(s, axis=1)                             # (n_q, n_k)
+            J = _jacobian(w)                                   # (n_q, n_k, n_k)
+            dq = np.linalg.norm(J @ K / T, axis=(1, 2))        # (n_q,) norms of ∂α/∂q
             stats[f"std_{tag}"].append(s.std())
             stats[f"max_{tag}"].append(w.max(axis=1).mean())
             stats[f"ent_{tag}"].append(_entropy(w).mean())
-            stats[f"grad_{tag}"].append(np.linalg.norm(_jacobian(w), axis=(1, 2)).mean())
+            stats[f"grad_{tag}"].append(np.linalg.norm(J, axis=(1, 2)).mean())
+            stats[f"qgrad_{tag}"].append(dq.mean())
+            stats[f"qgrad_median_{tag}"].append(np.median(dq))
         stats["scores"].append(raw)
     return {k: (v if k == "scores" else np.array(v)) for k, v in stats.items()}
 

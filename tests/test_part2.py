@@ -76,6 +76,42 @@ def test_ch5_jacobian_norm_story_as_the_prose_tells_it():
 
 def test_ch5_temperature_exercise_shrink_factor_is_measured():
     assert 0.7 < glued_float(CH5, "shrink_min") <= glued_float(CH5, "shrink_max") < 0.9
+    assert glued_float(CH5, "shrink_median_gap") < 0.05          # the median shrinks alike
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ch5_query_gradient_mean_grows_unscaled_while_the_typical_query_starves(seed):
+    """The gradient that reaches a query is (diag(α) − ααᵀ) K / T. Unscaled
+    (T = 1) its mean over the queries is larger than scaled at every width
+    above 1; its median falls below the scaled one from d_k = 128 or 256 on,
+    and is hundreds of times smaller at d_k = 1024."""
+    d_ks = 2 ** np.arange(11)
+    stats = dk_statistics(d_ks, np.random.default_rng(seed))
+    mean_raw, mean_scaled = stats["qgrad_raw"], stats["qgrad_scaled"]
+    med_raw, med_scaled = stats["qgrad_median_raw"], stats["qgrad_median_scaled"]
+    assert np.all(mean_raw[1:] > 1.2 * mean_scaled[1:])
+    below = med_raw < med_scaled / 1.5
+    cross = below.argmax()
+    assert d_ks[cross] in (128, 256) and below[cross:].all()
+    assert np.all(med_raw[1:cross] > 1.2 * med_scaled[1:cross])
+    assert med_raw[-1] < med_scaled[-1] / 100
+    assert np.all((0.2 < med_scaled) & (med_scaled < 0.4))
+    # the query gradient is the Jacobian the figure shows, times K / T
+    rng = np.random.default_rng(seed)
+    Q, K = rng.normal(size=(5, 8)), rng.normal(size=(3, 8))
+    for T in (1.0, np.sqrt(8)):
+        q = torch.tensor(Q, requires_grad=False)
+        auto = torch.stack([torch.autograd.functional.jacobian(
+            lambda t: torch.softmax(t @ torch.tensor(K).T / T, 0), q[i]) for i in range(5)])
+        w = torch.softmax(q @ torch.tensor(K).T / T, 1).numpy()
+        np.testing.assert_allclose(softmax_jacobian(w) @ K / T, auto.numpy(), atol=1e-14)
+
+
+def test_ch5_glued_query_gradient_numbers():
+    assert glued_float(CH5, "qg_raw_64") > 1.2 * glued_float(CH5, "qg_scaled_64")
+    assert glued(CH5, "dk_cross") in ("128", "256")
+    assert glued_float(CH5, "qgm_ratio") > 100
+    assert 0.2 < glued_float(CH5, "qgm_scaled_min") <= glued_float(CH5, "qgm_scaled_max") < 0.4
 
 
 def test_ch6_outputs_match_a_loop_over_word_vectors():
@@ -96,6 +132,16 @@ def test_ch6_loop_time_grows_as_the_stated_law_says():
     inside the inner loop once made it n³)."""
     # nearer to the stated 2 than to the neighbouring laws, n (1) and n³ (3)
     assert abs(glued_float(CH6, "loop_slope") - 2) < 0.5
+
+
+def test_ch6_timing_ratios_are_glued_and_say_what_the_prose_says():
+    """The "numpy" curve is a plain numpy expression; attnbook's checked function
+    is timed beside it, and its checks dominate only at small n."""
+    small, large = glued_float(CH6, "loop_over_numpy_small"), glued_float(CH6, "loop_over_numpy")
+    assert large > 3 * small > 3
+    checks_small = glued_float(CH6, "attnbook_over_numpy_small")
+    assert checks_small > 2 and glued_float(CH6, "attnbook_over_numpy") < checks_small / 1.5
+    assert glued_float(CH6, "attnbook_ms_small") > glued_float(CH6, "numpy_ms_small")
 
 
 def test_ch6_fruit_answer_changes_for_the_two_stated_reasons():

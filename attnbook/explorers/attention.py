@@ -79,6 +79,14 @@ def explore_attention(tokens: Sequence[str], Q, K, V, scale=None, index: int = 0
             text.set_text(f"{out[i, c]:.2f}")
         title.set_text(f"output for {q_names[i]!r}")
 
+    names = value_labels or [f"dim {c}" for c in range(d_v)]
+
+    def describe(i: int) -> tuple[str, str]:
+        # the tokens and numbers read the same in both editions' alt text
+        weights = ", ".join(f"{k} {wj:.2f}" for k, wj in zip(k_names, w[i], strict=True))
+        output = ", ".join(f"{c} {o:.2f}" for c, o in zip(names, out[i], strict=True))
+        return "weights over the keys, then the output", f"{weights}; {output}"
+
     return Explorer("query", list(range(n_q)), q_names, fig, update, index,
                     "Attention weights of the selected query and its output vector",
-                    dynamic=[box, *bars, *texts, title])
+                    dynamic=[box, *bars, *texts, title], describe=describe)
