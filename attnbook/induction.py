@@ -75,12 +75,12 @@ class _RotaryAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)           # biases: queries and keys
         self.proj = nn.Linear(d_model, d_model, bias=False)  # that do not depend on the token
         pe = torch.from_numpy(sinusoidal_positions(max_len, self.d_head))  # (max_len, d_head)
-        turn = torch.complex(pe[:, 1::2], pe[:, 0::2])  # pair i at position p: cos + i sin
+        turn = torch.complex(pe[:, 1::2], pe[:, 0::2])  # pair c at position i: cos + i sin
         self.register_buffer("turn", turn, persistent=False)       # (max_len, d_head / 2)
         register_causal_mask(self, max_len)                  # mask: (max_len, max_len)
 
     def _rotate(self, x: torch.Tensor) -> torch.Tensor:
-        """Chapter 11's `rotate`: pair (2i, 2i+1) at position p turned by p w_i,
+        """Chapter 11's `rotate`: pair (2c, 2c+1) at position i turned by i w_c,
         as a product of complex numbers (one multiplication instead of four)."""
         n, d_head = x.shape[-2], x.shape[-1]
         turn = self.turn[:n].to(torch.complex128 if x.dtype == torch.float64

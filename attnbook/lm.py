@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import integer_at_least, positive_int
+from ._checks import index_into, integer_at_least, positive_int
 from .layer import KVCache
 from .optim import Adam, one_thread
 
@@ -290,7 +290,12 @@ def without_heads(model: nn.Module, heads):
     torch.nn.Module
         The model itself.
     """
-    pairs = [tuple(int(i) for i in p) for p in heads]
+    pairs = []
+    for p in heads:
+        if not (isinstance(p, (tuple, list)) and len(p) == 2):
+            raise TypeError(f"heads must be (layer, head) pairs, got {p!r} in heads")
+        pairs.append((index_into(p[0], len(model.blocks), "a layer in heads"),
+                      index_into(p[1], model.blocks[0].attn.n_heads, "a head in heads")))
     for layer, head in pairs:
         if not (0 <= layer < len(model.blocks) and 0 <= head < model.blocks[layer].attn.n_heads):
             raise ValueError(f"no head {head} in layer {layer} (both counted from 0): the model "

@@ -259,8 +259,10 @@ def _numpy_docstring_problems(obj) -> list[str]:
     sections = ["Parameters"] if inspect.isclass(obj) else ["Parameters", "Returns"]
     if inspect.isclass(obj) and not inspect.signature(obj).parameters:
         sections = []
+    # a generator or context manager documents what it yields (numpydoc's Yields)
     problems = [f"no {name} section" for name in sections
-                if not re.search(rf"^{name}\n-{{{len(name)}}}$", doc, re.M)]
+                if not re.search(rf"^{name}\n-{{{len(name)}}}$", doc, re.M)
+                and not (name == "Returns" and re.search(r"^Yields\n-{6}$", doc, re.M))]
     chapters = re.findall(r":doc:`/chapters/([^`]+)`", doc)
     if not chapters:
         problems.append("names no chapter (:doc:`/chapters/<notebook>`)")

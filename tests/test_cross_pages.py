@@ -203,6 +203,7 @@ FORWARD_MENTIONS = {
     "ablation": (10, 16, "the original paper's ablations, named; chapter 16 runs one"),
     "language model": (12, 15, "'a language model such as GPT-2', named"),
     "in-context learning": (13, 16, "'where in-context learning is thought to start', named"),
+    "left padding": (9, 15, "'padding placed before the tokens, chapter 15', named"),
 }
 
 
@@ -322,7 +323,7 @@ SHARED_FACTS = [
      r"neighbouring\* columns, the pairs \$\(2i, 2i\+1\)\$.*?as Meta's own LLaMA code does",
      r"Meta's code rotates adjacent column pairs \(2i, 2i\+1\)"),
     ("xiong2020layer", "14_the_whole_block",
-     r"Pre-LN models can train\s+without it",
+     r"their pre-LN models trained\s+without it",
      r"pre-LN can train without one"),
 ]
 

@@ -78,7 +78,7 @@ def explore_heads(weights, tokens: Sequence[str], index: int = 0) -> Explorer:
         rows = w[heads[i]]
         best = rows.argmax(axis=1)
         # the tokens and weights read the same in both editions' alt text
-        return "the key each token attends to most", ", ".join(
+        return "the key each token attends to most", "; ".join(
             f"{tokens[q]} → {tokens[k]} {rows[q, k]:.2f}" for q, k in enumerate(best))
 
     return Explorer("layer, head", heads, [f"{layer + 1}, {head + 1}" for layer, head in heads],
