@@ -31,7 +31,7 @@ def test_ch7_i_am_good_weights_and_the_exact_two():
     z22 = sum(rows[2][j] * X[j][2] for j in range(3))
     # 2 in exact arithmetic; float64 may miss it in the last bit, as the note says
     assert abs(glued_float(CH7, "Z22_err")) < 1e-14 and z22 == pytest.approx(2.0)
-    from fractions import Fraction       # exact arithmetic on good's row
+    from fractions import Fraction  # exact arithmetic on good's row
     e = [Fraction(math.exp(sum(a * b for a, b in zip(X[2], y, strict=True)))) for y in X]
     assert e[1] == e[2] and sum(ej * y[2] for ej, y in zip(e, X, strict=True)) / sum(e) == 2
 
