@@ -30,9 +30,9 @@
 5. Field lists ("参数：", "返回：") end their names with a full-width colon.
 6. The glossary's Chinese names (its ``**中文**``) are index entries and
    glossary terms too, so 消融 is in the general index and a Chinese search
-   ranks the glossary entry first, as an English one does. "首次出现于
-   <chapter>" names the chapter by number and in 《》 ("首次出现于第 16 章
-   《归纳头》"): a chapter title such as 归纳头 is also a term.
+   ranks the glossary entry first, as an English one does. ("首次出现于第 16
+   章《归纳头》" is written so in glossary.po, with the {doc} link's own
+   title: a chapter title such as 归纳头 is also a term.)
 
 Every piece does nothing in the English edition.
 """
@@ -267,17 +267,6 @@ class ChineseGlossaryNames(SphinxTransform):
             return
         from tools.glossary.terms import glossary_entries
         names = {e.term: [zh for zh, _, _ in e.chinese] for e in glossary_entries()}
-        for xref in list(self.document.findall(addnodes.pending_xref)):
-            number = re.match(r"/?chapters/(\d+)_", xref.get("reftarget", ""))
-            parent = xref.parent
-            if xref.get("reftype") != "doc" or not number or parent is None:
-                continue
-            index = parent.index(xref)
-            before = parent[index - 1] if index else None
-            if isinstance(before, nodes.Text) and str(before).rstrip().endswith("首次出现于"):
-                parent.replace(before, nodes.Text(
-                    str(before).rstrip() + f"第 {int(number.group(1))} 章《"))
-                parent.insert(parent.index(xref) + 1, nodes.Text("》"))
         std = self.env.get_domain("std")
         for term in self.document.findall(nodes.term):
             index = next(iter(term.findall(addnodes.index)), None)
