@@ -346,6 +346,13 @@ def test_without_heads_equals_zeroing_those_columns_of_the_output_projection(n_k
             attn.proj.weight[:, head * attn.d_head:(head + 1) * attn.d_head] = 0
         torch.testing.assert_close(ablated, model(idx)[0], rtol=0, atol=1e-12)
     assert not (ablated - before).abs().max() < 1e-6
-    with pytest.raises(ValueError, match="no head"):
+    with pytest.raises(ValueError, match="a layer in heads must lie in"):
         with lm.without_heads(model, [(2, 0)]):
             pass
+    for bad, error, words in [([(0, 4)], ValueError, "a head in heads must lie in"),
+                              ([(True, 0)], TypeError, "a layer in heads must be an integer"),
+                              ([(0, 1.0)], TypeError, "a head in heads must be an integer"),
+                              ([0], TypeError, r"heads must be \(layer, head\) pairs")]:
+        with pytest.raises(error, match=words):
+            with lm.without_heads(model, bad):
+                pass
