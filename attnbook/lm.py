@@ -290,6 +290,8 @@ def without_heads(model: nn.Module, heads):
     torch.nn.Module
         The model itself.
     """
+    if isinstance(heads, (str, bytes)) or not hasattr(heads, "__iter__"):
+        raise TypeError(f"heads must be a sequence of (layer, head) pairs, got {heads!r}")
     pairs = []
     for p in heads:
         if not (isinstance(p, (tuple, list)) and len(p) == 2):

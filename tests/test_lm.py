@@ -352,7 +352,8 @@ def test_without_heads_equals_zeroing_those_columns_of_the_output_projection(n_k
     for bad, error, words in [([(0, 4)], ValueError, "a head in heads must lie in"),
                               ([(True, 0)], TypeError, "a layer in heads must be an integer"),
                               ([(0, 1.0)], TypeError, "a head in heads must be an integer"),
-                              ([0], TypeError, r"heads must be \(layer, head\) pairs")]:
+                              ([0], TypeError, r"heads must be \(layer, head\) pairs"),
+                              (None, TypeError, r"heads must be a sequence of")]:
         with pytest.raises(error, match=words):
             with lm.without_heads(model, bad):
                 pass
