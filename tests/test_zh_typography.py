@@ -269,6 +269,11 @@ def api_page_problems(html: str) -> list[str]:
         problems.append("an ASCII colon after a field name")
     if "讲解见第" not in html:
         problems.append("no 讲解见第 N 章")
+    # "讲解见第 N 章《…》。" is a paragraph of its own, not the head of an English one
+    for p in re.findall(r"<p>(讲解见(?:(?!</p>).)*)</p>", html, flags=re.S):
+        text = re.sub(r"<[^>]+>", "", p)
+        if not re.fullmatch(r"讲解见第 \d+ 章(《[^《》]+》)?。", text):
+            problems.append(f"spliced: {text[:60]!r}")
     return problems
 
 
@@ -286,6 +291,11 @@ def test_chinese_api_page_has_no_english_glue(built_book):
 def test_api_checker_sees_english():
     assert len(api_page_problems('<p>Taught in <a>归纳头</a> (chapter 16).</p>'
                                  '<dt>参数<span class="colon">:</span></dt>')) == 3
+    spliced = ('<p>讲解见第 14 章《<a>完整的块</a>》。The\ninterleaved layout is rotate.</p>'
+               '<p>讲解见第 13 章。Task data come from numpy.</p>')
+    assert len(api_page_problems(spliced)) == 2
+    assert api_page_problems('<p>讲解见第 14 章《<a>完整的块</a>》。</p>'
+                             '<p>The interleaved layout is rotate.</p><p>讲解见第 13 章。</p>') == []
 
 
 @pytest.mark.parametrize("kind,label", [("source", "显示代码"), ("content", "显示代码单元")])
@@ -359,3 +369,50 @@ def test_the_chinese_glossary_names_each_first_chapter_once(built_book):
     named = re.findall(r"首次出现于(第 \d+ 章《[^《》]+》)", text)
     assert "章《第" not in text
     assert len(named) == len(glossary_entries()), (len(named), len(glossary_entries()))
+
+
+def test_the_chinese_index_is_in_pinyin_order(built_book):
+    """r6 C6: a Chinese word in the general index sits under its pinyin's first
+    letter (残差流 under C), sorted by pinyin, as the glossary's table is; no
+    group is headed by a Chinese character (tools/sphinx/zh_typography.py, piece 7)."""
+    html = (built_book / "zh" / "genindex.html").read_text(encoding="utf-8")
+    groups = re.findall(r'<h2 id="[^"]*">([^<]*)</h2>', html)
+    assert not [g for g in groups if HAN_CHAR.match(g)], groups
+    parts = re.split(r'<h2 id="[^"]*">[^<]*</h2>', html)
+    under = dict(zip(groups, parts[1:], strict=True))
+    assert "残差流" in under["C"] and "模块" in under["M"]
+    assert under["Z"].index("注意力权重") < under["Z"].index("自注意力")
+
+
+def test_pinyin_index_regroups_chinese_words():
+    from tools.sphinx.zh_typography import pinyin_index
+    pinyin = {"残差流": "canchaliu", "模块": "mokuai", "自注意力": "zizhuyili",
+              "注意力": "zhuyili"}
+    entries = [("符号", [("_x", 0)]), ("C", [("causal mask", 1), ("cat", 2)]),
+               ("模", [("模块", 3)]), ("残", [("残差流", 4)]), ("注", [("注意力", 5)]),
+               ("自", [("自注意力", 6)]), ("未", [("未知", 7)])]
+    assert pinyin_index(entries, pinyin) == [
+        ("符号", [("_x", 0)]),
+        ("C", [("残差流", 4), ("cat", 2), ("causal mask", 1)]),
+        ("M", [("模块", 3)]),
+        ("Z", [("注意力", 5), ("自注意力", 6)]),
+        ("未", [("未知", 7)])]
+
+
+def test_exercise_bodies_have_ids_of_their_own(built_book):
+    """r6 C12: sphinx-exercise gave every exercise body the id "exercise-content"
+    and every solution "solution-content", so a link or the language switch to
+    a later solution landed on the first one (tools/sphinx/a11y.py). Both
+    editions: the ids are the exercises' labels, the same in both."""
+    for page in sorted((built_book / "chapters").glob("*.html")):
+        for edition in (built_book / "chapters", built_book / "zh" / "chapters"):
+            html = (edition / page.name).read_text(encoding="utf-8")
+            ids = re.findall(r'\sid="([^"]+)"', html)
+            doubled = sorted({i for i in ids if ids.count(i) > 1})
+            assert not doubled, (edition / page.name, doubled)
+            assert 'id="exercise-content"' not in html and 'id="solution-content"' not in html
+        en = re.findall(r'<section id="([^"]+-(?:content|solution)(?:-\d+)?)">',
+                        page.read_text(encoding="utf-8"))
+        zh = re.findall(r'<section id="([^"]+-(?:content|solution)(?:-\d+)?)">',
+                        (built_book / "zh" / "chapters" / page.name).read_text(encoding="utf-8"))
+        assert en == zh, page.name

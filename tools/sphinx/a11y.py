@@ -18,6 +18,11 @@
   toggle (myst-nb labels it "Toggle hidden content") and the bibliography,
   whose entries docutils marks with the deprecated role doc-biblioentry
   inside role="list" (axe-core: a list without list items).
+- One id per element: sphinx-exercise gives every exercise's body the id
+  "exercise-content" and every solution's "solution-content", so a page had
+  four of each and a link (or the language switch, which carries the id
+  across) to a later solution landed on the first. Each body's id is its
+  exercise's label: "ex-induction-longer-content", "ex-induction-longer-solution".
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from html import escape
 from pathlib import Path
 
 from docutils import nodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
@@ -240,7 +246,33 @@ def visit_hidden_input(self, node):
     self.body.append("</summary>\n")
 
 
+class UniqueExerciseIds(SphinxPostTransform):
+    """The bodies of exercises and solutions get ids of their own."""
+
+    default_priority = 5
+
+    def run(self, **kwargs) -> None:
+        seen: set[str] = set()
+        for section in self.document.findall(nodes.section):
+            if section["ids"] not in (["exercise-content"], ["solution-content"]):
+                continue
+            parent = section.parent
+            if section["ids"] == ["solution-content"]:
+                base = f"{parent.get('target_label') or 'exercise'}-solution"
+            else:
+                base = f"{(parent.get('ids') or [parent.get('label') or 'exercise'])[0]}-content"
+            new, n = base, 1
+            while new in seen or new in self.document.ids:
+                n += 1
+                new = f"{base}-{n}"
+            seen.add(new)
+            self.document.ids.pop(section["ids"][0], None)
+            section["ids"] = [new]
+            self.document.ids[new] = section
+
+
 def setup(app):
+    app.add_post_transform(UniqueExerciseIds)
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
     app.setup_extension("myst_nb")
     app.add_node(HideCodeCellNode, override=True,

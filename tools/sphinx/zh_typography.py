@@ -18,7 +18,9 @@
    writes ". " and ", " between fields).
 3. The API page. Its docstrings are English reStructuredText (tools/sphinx/
    i18n.py, piece 3); in the Chinese edition "Taught in <chapter> (chapter
-   N)." becomes "讲解见第 N 章《<chapter>》。" and autodoc's "Alias for field
+   N)." becomes "讲解见第 N 章《<chapter>》。", a paragraph of its own (the
+   English that followed it in the docstring's paragraph starts the next
+   one), and autodoc's "Alias for field
    number N" becomes "字段 N 的别名". The Python domain's index entries
    "module; attnbook.x" get the edition's word for module.
 4. Folding buttons say what they fold: myst-nb formats "Show code cell
@@ -33,6 +35,8 @@
    ranks the glossary entry first, as an English one does. ("首次出现于第 16
    章《归纳头》" is written so in glossary.po, with the {doc} link's own
    title: a chapter title such as 归纳头 is also a term.)
+7. The general index sorts a Chinese word by its pinyin (the glossary's) and
+   lists it under the pinyin's first letter, among the English words.
 
 Every piece does nothing in the English edition.
 """
@@ -199,6 +203,34 @@ ALIAS = re.compile(r"^Alias for field number (\d+)$")
 PUNCT_ZH = {".": "。", ",": "，", ";": "；", ":": "：", "": ""}
 
 
+def _rest_of_docstring(text: str) -> str:
+    """The English after "Taught in ... (chapter N)" as a sentence of its own:
+    "; chapter 14's layer shares it" -> "Chapter 14's layer shares it",
+    ", and used by the training" -> "Used by the training"."""
+    text = re.sub(r"^and\s+", "", text.lstrip())
+    return text[:1].upper() + text[1:]
+
+
+def split_after(paragraph: nodes.paragraph, index: int, tail: str) -> nodes.paragraph | None:
+    """End `paragraph` at child `index` (whose text now ends the Chinese
+    sentence) and move `tail` and the children after it into a paragraph of
+    their own, so that "讲解见第 N 章《…》。" is never followed by half an English
+    paragraph. Returns the new paragraph, or None if nothing followed."""
+    following = list(paragraph.children[index + 1:])
+    if not tail.strip() and not following:
+        return None
+    rest = nodes.paragraph()
+    if tail.strip():
+        rest += nodes.Text(_rest_of_docstring(tail))
+    for child in following:
+        paragraph.remove(child)
+        rest += child
+    if not tail.strip() and isinstance(rest[0], nodes.Text):
+        rest.replace(rest[0], nodes.Text(_rest_of_docstring(str(rest[0]))))
+    paragraph.parent.insert(paragraph.parent.index(paragraph) + 1, rest)
+    return rest
+
+
 def taught_in(paragraph: nodes.paragraph) -> bool:
     """"Taught in <doc link> (chapter N)." -> "讲解见第 N 章《<doc link>》。";
     "<doc link> (chapter N)" elsewhere -> "第 N 章《<doc link>》" and
@@ -215,7 +247,15 @@ def taught_in(paragraph: nodes.paragraph) -> bool:
             continue
         head, rest = str(before), str(after)
         if (m := CHAPTER.match(rest)) and head.endswith("Taught in "):
-            head = head[:-len("Taught in ")] + f"讲解见第 {m.group(1)} 章《"
+            head = head[:-len("Taught in ")]
+            if not head.strip() and index == 1 and m.group(2):
+                # the docstring opens with it: the Chinese sentence is a
+                # paragraph of its own, the English goes on in the next one
+                paragraph.replace(before, nodes.Text(f"讲解见第 {m.group(1)} 章《"))
+                paragraph.replace(after, nodes.Text("》。"))
+                split_after(paragraph, index + 1, rest[m.end():])
+                return True
+            head += f"讲解见第 {m.group(1)} 章《"
             rest = f"》{PUNCT_ZH[m.group(2)]}" + rest[m.end():]
         elif m := CHAPTER.match(rest):
             head += f"第 {m.group(1)} 章《"
@@ -239,17 +279,29 @@ class ChineseApiPage(SphinxTransform):
     def apply(self, **kwargs) -> None:
         if not chinese_edition(self.config):
             return
-        for paragraph in list(self.document.findall(nodes.paragraph)):
+        paragraphs = list(self.document.findall(nodes.paragraph))
+        while paragraphs:
+            paragraph = paragraphs.pop(0)
+            if paragraph.parent is None:
+                continue
+            following = paragraph.parent.index(paragraph) + 1
+            siblings = len(paragraph.parent)
             if len(paragraph) == 1 and isinstance(paragraph[0], nodes.Text):
                 m = ALIAS.match(paragraph[0].astext().strip())
                 if m:
                     paragraph.replace(paragraph[0], nodes.Text(f"字段 {m.group(1)} 的别名"))
                     continue
             taught_in(paragraph)
+            first = paragraph[0] if len(paragraph) else None
+            if isinstance(first, nodes.Text) and (m := PLAIN.match(str(first))) and m.group(2):
+                paragraph.replace(first, nodes.Text(f"讲解见第 {m.group(1)} 章。"))
+                split_after(paragraph, 0, str(first)[m.end():])
             for text in list(paragraph.findall(nodes.Text)):
                 if "Taught in chapter" in text:
                     text.parent.replace(text, nodes.Text(PLAIN.sub(
                         lambda m: f"讲解见第 {m.group(1)} 章{PUNCT_ZH[m.group(2)]}", str(text))))
+            if len(paragraph.parent) > siblings:  # split: read the new paragraph too
+                paragraphs.insert(0, paragraph.parent[following])
         for index in self.document.findall(addnodes.index):
             index["entries"] = [(kind, re.sub(r"^module; ", "模块; ", value), *rest)
                                 for kind, value, *rest in index["entries"]]
@@ -333,7 +385,60 @@ def depart_field_name(self, node):
         type(self).depart_field_name(self, node)
 
 
+# --- 7. the general index in pinyin order ---------------------------------------
+
+#: Chinese index words that are not a glossary name, with their pinyin
+#: (piece 3 turns "module; attnbook.x" into "模块; attnbook.x")
+PINYIN = {"模块": "mókuài"}
+
+
+def chinese_pinyin() -> dict[str, str]:
+    """Each Chinese index word -> its pinyin without tones (tools/glossary/terms.py's key)."""
+    from tools.glossary.terms import glossary_entries, pinyin_key
+    names = {zh: pinyin for e in glossary_entries() for zh, pinyin, _ in e.chinese}
+    return {zh: pinyin_key(pinyin) for zh, pinyin in {**names, **PINYIN}.items()}
+
+
+def pinyin_index(entries: list, pinyin: dict[str, str]) -> list:
+    """Sphinx groups and sorts index entries by code point, so each Chinese
+    word heads a group of its own (上, 交, 位, ..., 残 in the middle). Here a
+    Chinese word goes under its pinyin's first letter and sorts by its pinyin
+    among the English words (残差流 cánchāliú under C, beside "causal mask"),
+    as the glossary's 中文 → English table is sorted. A Chinese word without
+    a known pinyin keeps its own group (tests/test_zh_typography.py checks there is none)."""
+    keyed = []
+    for letter, group in entries:
+        for entry in group:
+            name = entry[0]
+            if HAN.match(name) and name in pinyin:
+                keyed.append((pinyin[name][:1].upper(), pinyin[name], entry))
+            else:
+                keyed.append((letter, name.lower(), entry))
+    def latin(letter: str) -> bool:
+        return len(letter) == 1 and letter.isascii() and letter.isalpha()
+    first_latin = next((i for i, (k, _) in enumerate(entries) if latin(k)), len(entries))
+    before = {k for k, _ in entries[:first_latin]}  # Sphinx's 符号 (Symbols) group
+
+    def rank(letter: str) -> tuple:  # Symbols first, as Sphinx has it, then A-Z
+        return (1 if latin(letter) else 0 if letter in before else 2), letter
+    letters = sorted({k for k, _, _ in keyed}, key=rank)
+    return [(letter, [e for _, _, e in sorted((x for x in keyed if x[0] == letter),
+                                              key=lambda x: (x[1], x[2][0]))])
+            for letter in letters]
+
+
+def sort_chinese_index(app, pagename, templatename, context, doctree) -> None:
+    """Piece 7 on the page "genindex" (html-page-context)."""
+    if pagename != "genindex" or not chinese_edition(app.config):
+        return
+    if context.get("genindexentries"):
+        context["genindexentries"] = pinyin_index(context["genindexentries"], chinese_pinyin())
+        context["genindexcounts"] = [sum(1 + len(sub) for _, (_, sub, _) in group)
+                                     for _, group in context["genindexentries"]]
+
+
 def setup(app):
+    app.connect("html-page-context", sort_chinese_index)
     app.add_node(nodes.field_name, override=True, html=(visit_field_name, depart_field_name))
     app.add_post_transform(ChineseInlineSpacing)
     app.add_post_transform(EnglishFoldingPrompts)
