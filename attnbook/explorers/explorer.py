@@ -343,7 +343,8 @@ class Explorer:
             for i in range(len(self.values)):
                 self.show(i)
                 shown = self._alt_parts()[1]
-                shown = [tr(words) + (f"：{data}" if data else "") for words, data in shown]
+                shown = [tr(words) + (f"：{data.replace('; ', '；')}" if data else "")
+                         for words, data in shown]           # "; " lists as "；"
                 alt = f"{description}。{labels[i]}" + ("：" + "；".join(shown) if shown else "")
                 with figure_text.translated(fig, messages, families) as lacking:
                     if i == 0:   # lay the figure out for the translated text, freeze it
