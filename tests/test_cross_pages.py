@@ -394,3 +394,51 @@ def test_the_chinese_glossary_names_each_chapter_by_number_and_title():
         if want not in msg.string:
             wrong.append(f"{msg.id[:30]!r}: wants {want}")
     assert not wrong, "\n".join(wrong)
+
+
+# --- review r1: what the intro and part I say about other pages and sources -------------
+
+def fruit_table_chapters(intro: str) -> set[int]:
+    """The chapters the intro names for the apple/banana/chair table."""
+    m = re.search(r"`chair` to numbers, in (chapters .*?)\)", intro, re.S)
+    assert m, "the intro no longer names the fruit table's chapters: update this test"
+    return {int(n) for n in re.findall(r"\d+", m.group(1))}
+
+
+def test_the_intro_names_the_chapters_that_use_the_fruit_table():
+    """It once said chapters 1-4, 6 and 9: chapter 3 uses only the words'
+    vectors, and chapter 9 has no table. Chapter 6 rebuilds the values with a
+    carrot added; the others import the table."""
+    intro = (ROOT / "intro.md").read_text(encoding="utf-8")
+    importing = {chapter_number(p) for p in CHAPTERS
+                 if "FRUIT_TABLE" in p.read_text(encoding="utf-8")}
+    ch6 = "\n".join(chapter_cells(ROOT / "chapters" / "06_many_queries.ipynb"))
+    assert re.search(r"as in the\s+fruit\s+table", ch6)
+    assert "[10.0, 5.0, 4.0, 2.0]" in (ROOT / "chapters" / "06_many_queries.ipynb").read_text()
+    assert fruit_table_chapters(intro) == importing | {6}
+    assert fruit_table_chapters("`chair` to numbers, in chapters 1–4, 6 and 9)") != importing | {6}
+
+
+def test_the_intro_does_not_call_the_masks_a_matter_of_speed():
+    """Masks decide which keys a query may use; they do not make attention
+    stable, fast or trainable, and a causal model's word sees only the past."""
+    opening = (ROOT / "intro.md").read_text(encoding="utf-8").split("\n## The arc", 1)[0]
+    sentence = re.search(r"[^.]*stable, fast and trainable[^.]*\.", opening).group(0)
+    assert "stable, fast and trainable;" in sentence
+    before = sentence.split("stable, fast and trainable", 1)[0]
+    assert "mask" not in before, sentence
+    assert "every word look at every\nother word" not in opening
+
+
+def test_part_one_credits_the_d2l_edition_that_has_the_attention_cues():
+    """The cues (and pooling as attention without a query) are in d2l's release
+    v0.17.6, section "Attention Cues" (chapter_attention-mechanisms/attention-cues.md,
+    commit 0f920da8); the 2023 edition (master 23d7a5ae) has no such section, and
+    neither edition has a librarian."""
+    for stem in ("01_looking_things_up", "02_soft_lookup"):
+        text = "\n".join(chapter_cells(ROOT / "chapters" / f"{stem}.ipynb"))
+        assert re.search(r"release\s+`v0\.17\.6`\s+\{cite\}`zhang2022d2l017`", text), stem
+        assert not re.search(r"librar\w*[^.]*zhang2023d2l", text, re.S | re.I), stem
+    ch1 = "\n".join(chapter_cells(ROOT / "chapters" / "01_looking_things_up.ipynb"))
+    cues = re.search(r"[^.]*\{term\}`cue <attention cue>`", ch1).group(0)
+    assert "zhang2022d2l017" in cues and "zhang2023d2l" not in cues, cues

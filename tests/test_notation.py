@@ -63,6 +63,10 @@ FORBIDDEN = [
      re.compile(r"\bgap \$g\$|\$g\$ between")),
     ("a valid length is ell, not L (L is n_layers)",
      re.compile(r"valid length\}?`?\*{0,2} \$L\$|\$0, \\dots, L\s*-\s*1\$")),
+    ("indices count from 0, and one query has n_k scores: s_0, ..., s_{n_k - 1}",
+     re.compile(r"s_1, \\dots, s_n\b")),
+    ("a token's row is bold x_i (the scalar x is kernel regression's), and k is a key",
+     re.compile(r"\(XX\^\\top\)_\{ij\} = \\sum_k x_\{ik\}")),
     ("layers and heads count from 1 in prose and figure labels",
      re.compile(r"\b(?:head|layer) 0\b(?! *[-–:]? *based)|f\"(?:head|layer) \{(\w+)\}\"[^\n]*\bfor \1 in range\(")),
 ]
@@ -101,7 +105,7 @@ def test_back_matter_uses_the_symbols_it_defines(path):
     softmax(x) and diag(p) − ppᵀ, and the notation page "a valid length L"."""
     body = path.read_text(encoding="utf-8")
     if path.name == "notation.md":      # the page names the old usages it forbids
-        body = body.split("- **One meaning per letter", 1)[0]
+        body = body.split("- **One meaning per symbol", 1)[0]
     hits = drift(body)
     assert not hits, f"{path.name} drifts from notation.md:\n" + "\n".join(hits)
 
@@ -121,7 +125,8 @@ def test_the_notation_check_catches_the_drift_it_was_written_for():
                "so $\\mathrm{PE}_{p+k} = M_k\\,\\mathrm{PE}_p$", "def shifted_by_rotation(k):",
                "Only the gap $g$ between the two scores matters",
                "A {term}`valid length` $L$** means", "keys $0, \\dots, L-1$ are real",
-               "the bars head 0 to head 3", 'names = [f"head {h}" for h in range(model.n_heads)]']
+               "the bars head 0 to head 3", "For scores $s_1, \\dots, s_n$,",
+               "$(XX^\\top)_{ij} = \\sum_k x_{ik} x_{jk}$", 'names = [f"head {h}" for h in range(model.n_heads)]']
     for text in drifted:
         assert drift(text), text
     fine = ["$\\operatorname{softmax}(\\mathbf{s}/T)$", "$\\operatorname{diag}(\\boldsymbol{\\alpha})$",
@@ -129,7 +134,8 @@ def test_the_notation_check_catches_the_drift_it_was_written_for():
             "Let $p = \\operatorname{softmax}(\\mathbf{s})$",     # chapter 15: next-token probabilities
             "layer 2, head 1", 'names = [f"head {h + 1}" for h in range(4)]', "$R_i$ and $R_j$",
             "FunCry writes $A$ for the scores: $\\operatorname{softmax}(A/\\sqrt{d_k})$",
-            "$g$ groups, each group sharing one", "head 0-based"]
+            "$g$ groups, each group sharing one", "head 0-based",
+            "For the scores $s_0, \\dots, s_{n_k - 1}$", "$(XX^\\top)_{ij} = \\mathbf{x}_i \\cdot"]
     for text in fine:
         assert not drift(text), (text, drift(text))
 
@@ -141,3 +147,16 @@ def test_notation_page_defines_the_symbols_the_check_enforces():
                    r"| $m$, $\ell$ |", "| $L$ |", "| $g$ |", "count from 1", "count from 0"):
         assert symbol in page, symbol
     assert "parameters" in page and "attention weights" in page
+
+
+def test_notation_page_says_how_index_and_local_letters_are_used():
+    """Review r1: the page promised one meaning per letter while chapters 2-5
+    index one query's keys by i, and sums and one-formula constants use k and c;
+    and its alpha row gave chapters 2-6 a single query (chapter 6 has many)."""
+    page = (ROOT / "notation.md").read_text(encoding="utf-8")
+    assert "**Indices and local letters.**" in page
+    assert "One meaning per symbol" in page and "One meaning per letter" not in page
+    alpha = next(line for line in page.splitlines() if line.startswith(r"| $\boldsymbol{\alpha}$"))
+    assert "2–6" not in alpha and "2–5" in alpha, alpha
+    value = next(line for line in page.splitlines() if line.startswith("| $V$"))
+    assert "a column of" not in value, "chapter 4's code keeps V one-dimensional, shape (n_k,)"

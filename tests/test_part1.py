@@ -118,6 +118,12 @@ def test_ch4_exercise_answers():
     assert [round(x, 3) for x in w] == [0.226, 0.750, 0.024]
     assert sum(wi * TABLE[k] for wi, k in zip(w, keys, strict=True)) == pytest.approx(
         6.058, abs=1e-3)
+    # why the output is above the mean: apple's share. Handed to banana, with
+    # chair's small weight unchanged, the output falls below the mean (review r1)
+    without_apple = (w[1] + w[0]) * TABLE["banana"] + w[2] * TABLE["chair"]
+    g = "04_softmax_attention"
+    assert glued_float(g, "veg_out_banana") == pytest.approx(without_apple, rel=1e-12)
+    assert without_apple < sum(TABLE.values()) / 3 < glued_float(g, "veg_out")
 
 
 def test_word_scatter_labels_do_not_overlap():
