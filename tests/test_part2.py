@@ -79,6 +79,39 @@ def test_ch5_temperature_exercise_shrink_factor_is_measured():
     assert glued_float(CH5, "shrink_median_gap") < 0.05          # the median shrinks alike
 
 
+def _solution_code(notebook: str, label: str) -> list[str]:
+    """The python blocks of the solution of exercise `label`, as printed."""
+    import re
+
+    import nbformat
+
+    from tools.project import ROOT
+    text = "\n".join(c.source for c in nbformat.read(ROOT / "chapters" / f"{notebook}.ipynb", 4).cells
+                     if c.cell_type == "markdown")
+    body = text.split(f"{{solution}} {label}", 1)[1].split("\n````\n", 1)[0]
+    return re.findall(r"```python\n(.*?)```", body, re.S)
+
+
+def test_ch5_exercise_solutions_print_what_their_text_says(capsys):
+    """The solutions' own code reproduces the numbers their text quotes (the
+    text is glued from a hidden cell; a reader runs the solution's code)."""
+    from attnbook import softmax
+    blocks = _solution_code(CH5, "ex-scale-jac") + _solution_code(CH5, "ex-scale-temp")
+    assert len(blocks) == 3
+    ns = {"np": np, "softmax": softmax, "softmax_jacobian": softmax_jacobian}
+    assert np.abs(eval(blocks[0], ns)).max() <= glued_float(CH5, "jac_rowsum") * 1.5
+    exec(blocks[1], ns)
+    weights = [float(line.split()[1]) for line in capsys.readouterr().out.splitlines()]
+    assert weights[0] == pytest.approx(glued_float(CH5, "temp_max_1"), abs=1e-3)
+    assert weights[-1] == pytest.approx(glued_float(CH5, "temp_max_1024"), abs=1e-3)
+    exec(blocks[2], ns)
+    rows = [[float(x) for x in line.split()] for line in capsys.readouterr().out.splitlines()]
+    c_mean = [r[1] for r in rows]
+    assert min(c_mean) == pytest.approx(glued_float(CH5, "shrink_min"), abs=0.006)
+    assert max(c_mean) == pytest.approx(glued_float(CH5, "shrink_max"), abs=0.006)
+    assert max(abs(r[2] - r[1]) for r in rows) <= glued_float(CH5, "shrink_median_gap") + 0.011
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_ch5_query_gradient_mean_grows_unscaled_while_the_typical_query_starves(seed):
     """The gradient that reaches a query is (diag(α) − ααᵀ) K / T. Unscaled
@@ -95,6 +128,13 @@ def test_ch5_query_gradient_mean_grows_unscaled_while_the_typical_query_starves(
     assert d_ks[cross] in (128, 256) and below[cross:].all()
     assert np.all(med_raw[1:cross] > 1.2 * med_scaled[1:cross])
     assert med_raw[-1] < med_scaled[-1] / 100
+    # "most queries barely able to learn" (median under a tenth of the
+    # scaled one) only from 512 or 1024 on, not from the crossing at 256
+    barely = med_raw < med_scaled / 10
+    assert d_ks[barely.argmax()] in (512, 1024) and barely[barely.argmax():].all()
+    assert med_raw[list(d_ks).index(256)] > med_scaled[list(d_ks).index(256)] / 10
+    # at d_k = 64 the typical unscaled query receives more than the scaled one
+    assert med_raw[list(d_ks).index(64)] > 2 * med_scaled[list(d_ks).index(64)]
     assert np.all((0.2 < med_scaled) & (med_scaled < 0.4))
     # the query gradient is the Jacobian the figure shows, times K / T
     rng = np.random.default_rng(seed)
@@ -110,6 +150,9 @@ def test_ch5_query_gradient_mean_grows_unscaled_while_the_typical_query_starves(
 def test_ch5_glued_query_gradient_numbers():
     assert glued_float(CH5, "qg_raw_64") > 1.2 * glued_float(CH5, "qg_scaled_64")
     assert glued_float(CH5, "dk_cross") in (128, 256)
+    assert glued_float(CH5, "dk_barely") in (512, 1024)
+    assert glued_float(CH5, "dk_barely") > glued_float(CH5, "dk_cross")
+    assert glued_float(CH5, "qgm_raw_64") > 2 * glued_float(CH5, "qgm_scaled_64")
     assert glued_float(CH5, "qgm_ratio") > 100
     assert 0.2 < glued_float(CH5, "qgm_scaled_min") <= glued_float(CH5, "qgm_scaled_max") < 0.4
 
