@@ -237,6 +237,36 @@ def test_ch10_multihead_matches_torch():
     assert glued_float(CH10, "mha_diff") < 1e-12
 
 
+def test_ch10_heads_share_their_strongest_weight_and_differ_in_detail():
+    """The chapter's two heads, recomputed by loops: the largest weight of each
+    head is in the same cell, and the biggest difference between them is the
+    query the prose names, smaller than that shared peak."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(4, 8))
+    W_q, W_k = (rng.normal(size=(8, 8)) / np.sqrt(8) for _ in range(2))
+    Q, K = (X @ W_q).tolist(), (X @ W_k).tolist()
+    heads = []
+    for h in range(2):
+        cols = range(4 * h, 4 * h + 4)
+        heads.append([loop_softmax([sum(q[c] * k[c] for c in cols) / 2.0 for k in K])
+                      for q in Q])
+    tops = [max(((i, j) for i in range(4) for j in range(4)), key=lambda ij, w=w: w[ij[0]][ij[1]])
+            for w in heads]
+    assert tops[0] == tops[1]
+    i, j = tops[0]
+    assert glued_float(CH10, "top_w1") == pytest.approx(heads[0][i][j], abs=1e-12)
+    assert glued_float(CH10, "top_w2") == pytest.approx(heads[1][i][j], abs=1e-12)
+    gaps = {(a, b): abs(heads[0][a][b] - heads[1][a][b]) for a in range(4) for b in range(4)}
+    a, b = max(gaps, key=gaps.get)
+    assert glued_float(CH10, "gap_w1") == pytest.approx(heads[0][a][b], abs=1e-12)
+    assert 0.1 < gaps[a, b] < min(heads[0][i][j], heads[1][i][j])
+
+
+def test_ch9_sdpa_version_is_the_one_installed():
+    from nbrun import glued
+    assert glued(CH9)["torch_version"].strip("'\"") == torch.__version__.split("+")[0]
+
+
 def test_exercise_answers_of_chapters_7_and_9():
     q2, keys = [2.0, 2.0, 2.0], [[0.0, 1, 1], [4, 4, 0], [2, 3, 1]]
     scores = [sum(a * b for a, b in zip(q2, k, strict=True)) for k in keys]

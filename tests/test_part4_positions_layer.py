@@ -84,6 +84,20 @@ def test_ch11_rope_offset_and_the_added_sinusoids_spread():
     assert glued_float(CH11, "added_spread") > 100 * glued_float(CH11, "rope_gap")
 
 
+def test_ch11_rope_offset_explorer_line_stays_inside_the_axes_at_both_ends():
+    """The vertical line at the chosen offset lies strictly inside the x-limits,
+    at -max_offset and +max_offset too (it used to sit on the spine there)."""
+    from attnbook.explorers import explore_rope_offset
+    e = explore_rope_offset(d=16, n_positions=16, max_offset=8)
+    ax = e.figure.axes[0]
+    lo, hi = ax.get_xlim()
+    for i in (0, len(e.values) - 1):
+        e.show(i)
+        x = ax.lines[0].get_xdata()[0]
+        assert x == e.values[i]
+        assert lo + 0.25 <= x <= hi - 0.25, (lo, x, hi)
+
+
 def test_ch11_exercise_answers():
     # wavelengths for d = 512
     assert 2 * math.pi == pytest.approx(6.28, abs=0.005)

@@ -68,7 +68,8 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
         segments = [np.column_stack([offsets, curves[:, j]]) for j in range(n_positions)]
         ax_off.add_collection(LineCollection(segments, colors=color, linewidths=lw,
                                              alpha=0.6 if lw < 1 else 1.0, label=label))
-    ax_off.set_xlim(offsets[0], offsets[-1])
+    # half a step of margin, so that the line at either end is not hidden by the spine
+    ax_off.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
     ax_off.set_xlabel("offset j − i (key position minus query position)")
     ax_off.set_ylabel("score q·k / √d")
     ax_off.set_title(f"one curve per query position i ({n_positions} of them)", fontsize=10)
