@@ -6,7 +6,7 @@ second half can only be predicted by copying. The model is token embeddings,
 layers of causal multi-head attention with residual connections (each calls
 chapter 12's `attnbook.layer.causal_heads`) and an unembedding; positions
 enter only the scores, by chapter 11's RoPE. Training uses chapter 13's
-`attnbook.learn.Adam` on one CPU thread; another CPU, maths library or
+`attnbook.optim.Adam` on one CPU thread; another CPU, maths library or
 thread count trains to other last bits, and chapter 16 claims only what
 holds for all of them (tests/test_platforms.py).
 """
@@ -220,7 +220,7 @@ def train_induction(model: AttentionOnly, steps: int = 600, batch_size: int = 64
 
     Each step draws a half length from `halves` and batch_size fresh sequences
     of `repeated_tokens` (a numpy generator seeded with `seed`), and lowers the
-    cross-entropy of every next token with `attnbook.learn.Adam` on one CPU
+    cross-entropy of every next token with `attnbook.optim.Adam` on one CPU
     thread. The length changes, so no head can find the copy by distance.
 
     Parameters

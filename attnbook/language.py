@@ -38,6 +38,8 @@ WORDS = {
     "transitive": (("sees", "likes", "chases"), ("see", "like", "chase")),
 }
 ADJECTIVES = ("big", "small", "red")
+#: Special tokens. PAD pads a batch (id 0), BOS starts every sentence (id 1)
+#: and END, the full stop ``.``, ends it; `decode` stops after the first END.
 PAD, BOS, END, THAT = "<pad>", "<bos>", ".", "that"
 #: Every token, padding (id 0) and the start of a sentence (id 1) first.
 VOCAB = (PAD, BOS, END, THAT, *ADJECTIVES,

@@ -10,7 +10,7 @@ continues a batch of prompts a token at a time, with one `KVCache` per block,
 left padding and positions that the padding does not move; `without_heads`
 removes heads for an ablation. Training runs on
 one CPU thread with a seeded torch.Generator, as chapter 13's
-`attnbook.learn.train` does, and steps with its `attnbook.learn.Adam`.
+`attnbook.learn.train` does, and steps with `attnbook.optim.Adam`.
 """
 from __future__ import annotations
 

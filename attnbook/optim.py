@@ -42,8 +42,9 @@ def one_thread():
 class Adam:
     """Adam (Kingma & Ba 2015): torch.optim.Adam's arithmetic and defaults, written out.
 
-    Taught in :doc:`/chapters/13_attention_that_learns` (chapter 13). Unlike
-    torch.optim, its first use does not import torch's compiler (seconds).
+    The optimiser of :doc:`/chapters/13_attention_that_learns` (chapter 13),
+    which names it without deriving it; the paper is in the book's references.
+    Unlike torch.optim, its first use does not import torch's compiler (seconds).
 
     Parameters
     ----------

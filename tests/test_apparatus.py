@@ -57,6 +57,14 @@ def test_glossary_covers_the_terms_the_issue_lists():
         assert any(zh in c for c, _, _ in by_term[term].chinese), (term, by_term[term].chinese)
 
 
+def test_glossary_entries_are_in_alphabetical_order():
+    # case aside; a space or hyphen sorts before any letter ("key" before "key–value pair")
+    def key(term: str) -> str:
+        return term.casefold().replace("–", "-")
+    assert TERMS == sorted(TERMS, key=key), [
+        (a, b) for a, b in zip(TERMS, TERMS[1:], strict=False) if key(a) > key(b)]
+
+
 def test_chinese_table_lists_every_glossary_term_sorted_by_pinyin():
     rows = chinese_table()
     table = {(zh.rstrip("†"), pinyin, term) for zh, pinyin, term in rows}

@@ -259,3 +259,21 @@ def test_bad_training_arguments_are_named(reversal):
         learn.train(model, (x,), y[:10])
     with pytest.raises(ValueError, match=r"target must have shape \(10, 8\)"):
         learn.accuracy(model, (x[:10],), y[:10, 0])
+
+
+# --- the prose ---------------------------------------------------------------
+
+def test_ch13_states_no_bound_with_a_rounded_trained_number():
+    """A bound such as "never less than {glue:text}`x:.2f`" is false when the value
+    rounds up (0.5455 printed as 0.55); the chapter reports extremes as values
+    ("... at the lowest") instead."""
+    import re
+
+    from tools.glossary.terms import chapter_cells
+    from tools.project import ROOT
+
+    text = "\n".join(chapter_cells(ROOT / "chapters" / "13_attention_that_learns.ipynb"))
+    # the accuracy targets are constants, not trained numbers
+    bounds = re.findall(r"(?:never (?:less|more) than|at (?:least|most))\s+"
+                        r"\{glue:text\}`(?!\w*target)\w+", text)
+    assert not bounds, bounds
