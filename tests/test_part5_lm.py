@@ -87,12 +87,13 @@ def test_ch15_agreement_and_the_heads():
     assert glued_float(CH15, "agree_pct") >= 95 and glued_float(CH15, "bigram_pct") < 5
     assert glued_float(CH15, "verb_mass") > 0.9
     assert glued_float(CH15, "n_heads_total") == 8
-    assert 1 <= glued_float(CH15, "best_layer") <= 2 and 1 <= glued_float(CH15, "best_head") <= 4
     assert glued_float(CH15, "best_weight") > 0.3
+    # the heads within 0.01 of the most weight on the noun: at least one
+    assert 1 <= glued_float(CH15, "n_top") <= 8
     # the ablation: the most harmful removal of one or two heads leaves about
-    # a coin toss or less; with seed 0 (the book's), the head that looks
-    # hardest is not needed alone
-    assert glued_float(CH15, "without_best_pct") >= 95
+    # a coin toss or less; with seed 0 (the book's), neither of the heads that
+    # look hardest is needed alone
+    assert glued_float(CH15, "without_top_pct") >= 95
     assert glued_float(CH15, "worst_pct") < 65
     assert 1 <= glued_float(CH15, "start_layer") <= 2 and 1 <= glued_float(CH15, "start_head") <= 4
 
