@@ -237,6 +237,14 @@ def test_ch16_comparisons_the_prose_makes():
     assert g("icl_late") == pytest.approx(g("last_token") - g("first_last"))
     assert g("first_last") > g("first_token") and g("seen_last") > g("seen_first")
     assert g("tok0_last") < g("seen_last")
+    # token 10 is certain to be token 0, and the model gives it little
+    assert g("tok0_start") < 0.3
+    # the first half ends further above the best guess than it starts
+    assert g("gap_last") > g("gap_first")
+    # the induction heads' scores: the one shown is the highest by a near tie
+    assert g("ind_low") > 0.5 and 0 <= g("ind_gap") < 0.1
+    # the first half's loss falls without the induction heads (Exercise 49)
+    assert g("no_ind_first") < g("mean_first")
     assert g("floor_bayes") > g("floor_first")
     assert g("alone_low") > g("second_intact") > 0 and g("l2_ctrl_high") < g("alone_low")
     assert g("floor_first") == pytest.approx(np.mean(np.log(24 - np.arange(1, 10))))

@@ -52,7 +52,10 @@ def test_ch15_the_loss_floor_is_the_entropy_of_the_held_out_sentences():
     floor = -sum(language.log_prob(s) for s in held) / sum(len(s.split()) for s in held)
     assert glued_float(CH15, "floor") == pytest.approx(floor, rel=1e-12)
     held_loss = glued_float(CH15, "held_loss")
-    assert glued_float(CH15, "above_floor") == pytest.approx(held_loss - floor, abs=1e-9)
+    # the difference of the two values as shown (3 decimals), so it checks by hand
+    assert glued_float(CH15, "above_floor") == pytest.approx(
+        round(held_loss, 3) - round(floor, 3), abs=1e-9)
+    assert abs(glued_float(CH15, "above_floor") - (held_loss - floor)) < 1e-3
     assert 0 < held_loss - floor < 0.1
     assert glued_float(CH15, "ln_vocab") == pytest.approx(math.log(28))
     assert abs(glued_float(CH15, "last_train_loss") - held_loss) < 0.05
@@ -87,12 +90,13 @@ def test_ch15_agreement_and_the_heads():
     assert glued_float(CH15, "agree_pct") >= 95 and glued_float(CH15, "bigram_pct") < 5
     assert glued_float(CH15, "verb_mass") > 0.9
     assert glued_float(CH15, "n_heads_total") == 8
-    assert 1 <= glued_float(CH15, "best_layer") <= 2 and 1 <= glued_float(CH15, "best_head") <= 4
     assert glued_float(CH15, "best_weight") > 0.3
+    # the heads within 0.01 of the most weight on the noun: at least one
+    assert 1 <= glued_float(CH15, "n_top") <= 8
     # the ablation: the most harmful removal of one or two heads leaves about
-    # a coin toss or less; with seed 0 (the book's), the head that looks
-    # hardest is not needed alone
-    assert glued_float(CH15, "without_best_pct") >= 95
+    # a coin toss or less; with seed 0 (the book's), neither of the heads that
+    # look hardest is needed alone
+    assert glued_float(CH15, "without_top_pct") >= 95
     assert glued_float(CH15, "worst_pct") < 65
     assert 1 <= glued_float(CH15, "start_layer") <= 2 and 1 <= glued_float(CH15, "start_head") <= 4
 
@@ -138,10 +142,11 @@ def test_ch15_exercise_answers():
     p_that, p_verb = glued_float(CH15, "p_that"), glued_float(CH15, "p_verb")
     assert p_that > p_verb
     assert glued_float(CH15, "that_ratio") == pytest.approx(p_that / p_verb)
-    assert glued_float(CH15, "that_ratio_4") == pytest.approx((p_that / p_verb) ** 4)
+    # the power of the ratio as shown (2 decimals), so it checks by hand
+    assert glued_float(CH15, "that_ratio_4") == pytest.approx(round(p_that / p_verb, 2) ** 4)
     assert glued_float(CH15, "cooled_that") > max(0.5, p_that + 0.3)
     ratio = glued_float(CH15, "noun_ratio")
-    assert 1 <= ratio < 2 and glued_float(CH15, "noun_ratio_4") == pytest.approx(ratio ** 4)
+    assert 1 <= ratio < 2 and glued_float(CH15, "noun_ratio_4") == pytest.approx(round(ratio, 2) ** 4)
     assert 0.03 < glued_float(CH15, "noun_least") < 0.25
     # 3. RoPE: moving every position by the same number of pads changes no score
     rng = np.random.default_rng(0)
