@@ -5,7 +5,7 @@ width d_v. Rows are tokens, so Q is (n_q, d_k), K is (n_k, d_k), V is
 (n_k, d_v), scores and weights are (n_q, n_k) and the output is (n_q, d_v).
 Leading batch dimensions ("...") broadcast as in numpy.
 
-Conventions (the same as torch >= 2.5 scaled_dot_product_attention):
+Conventions (the same as torch >= 2.5 scaled_dot_product_attention on the CPU):
 - a mask is boolean with True = "this query may attend to this key";
 - a masked position gets weight exactly 0;
 - a row whose keys are all masked gets all-zero weights, so its output is 0.
@@ -95,7 +95,7 @@ def masked_softmax(scores, mask=None, valid_lens=None, axis: int = -1) -> np.nda
 
     A row with no allowed key (valid length 0, or an all-False mask row) gets
     all-zero weights: the convention of torch >= 2.5
-    scaled_dot_product_attention, not NaN and not a uniform row.
+    scaled_dot_product_attention on the CPU, not NaN and not a uniform row.
 
     Parameters
     ----------

@@ -2,7 +2,7 @@
 
 Each forward returns (output, weights) explicitly; nothing is stored on the
 module. Masks follow attnbook.core: boolean, True = may attend; a query with
-no allowed key gets zero weights (torch >= 2.5 SDPA convention).
+no allowed key gets zero weights (torch >= 2.5 SDPA convention on the CPU).
 Inputs are checked as the numpy functions check theirs, with the same
 wording: floating-point tensors of one dtype, the shapes the docstrings give,
 no NaN or inf, and scores that overflow raise instead of posing as a
