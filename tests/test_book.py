@@ -307,8 +307,8 @@ def article_texts(html_dir) -> dict[str, str]:
 
 def test_chinese_search_segments_a_query_of_several_words(built_book, surveyed):
     """A query of several words finds every page whose text holds it
-    (tests/survey.py's SEARCH_QUERIES): Sphinx alone took 梯度消失 for one
-    word and found nothing; tools/sphinx/i18n_ui.py's splitter segments it
+    (tests/survey.py's SEARCH_QUERIES): Sphinx alone took a query such as
+    梯度消失 for one word and found nothing; tools/sphinx/i18n_ui.py's splitter segments it
     against the index's terms."""
     from survey import SEARCH_QUERIES
     result = surveyed("zh")
