@@ -416,3 +416,20 @@ def test_exercise_bodies_have_ids_of_their_own(built_book):
         zh = re.findall(r'<section id="([^"]+-(?:content|solution)(?:-\d+)?)">',
                         (built_book / "zh" / "chapters" / page.name).read_text(encoding="utf-8"))
         assert en == zh, page.name
+
+
+def test_no_chinese_page_shows_a_literal_bold_marker(built_book):
+    """`**` right after a Chinese character and before a role cannot open bold
+    in MyST, so it showed as two asterisks (chapter 16's 相变); the catalogue
+    keeps a space there, which the build then removes. Prose only: code and
+    the API page's signatures hold Python's `**`."""
+    bad = {}
+    for page in sorted((built_book / "zh").rglob("*.html")):
+        if page.name == "api.html" or page.relative_to(built_book / "zh").parts[0].startswith("_"):
+            continue
+        html = re.sub(r"<(script|style|pre|code)\b[^>]*>.*?</\1>", " ",
+                      page.read_text(encoding="utf-8"), flags=re.S)
+        text = re.sub(r"<[^>]+>", "", html)
+        if hits := re.findall(r".{0,12}\*\*.{0,12}", text):
+            bad[page.name] = hits[:3]
+    assert not bad, bad
