@@ -99,6 +99,16 @@ def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> Non
                          f"{a.shape}")
 
 
+def require_between(a: np.ndarray, name: str, low: float, high: float, what: str) -> None:
+    """Raise ValueError naming the first entry of `a` outside [low, high]; `what`
+    says what the values are (e.g. "induction scores")."""
+    bad = (a < low) | (a > high)
+    if bad.any():
+        where = first_index(bad)
+        raise ValueError(f"{name} must be {what} in [{low:g}, {high:g}]; found {a[where]} at "
+                         f"index {where if a.ndim else '()'} of {name} with shape {a.shape}")
+
+
 def require_ndim(a: np.ndarray, name: str, allowed: tuple[int, ...] | str,
                  layout: str) -> None:
     """Raise ValueError unless `a.ndim` is allowed.

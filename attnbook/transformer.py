@@ -53,9 +53,9 @@ def _check_x(x, d_model: int, reference: torch.Tensor) -> torch.Tensor:
         pass
     else:
         x = float_tensor(x, "x", 3, "(batch, n, d_model)")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, {d_model}); "
-                         f"got {tuple(x.shape)}")
+    if x.dim() != 3 or x.shape[-1] != d_model or x.shape[1] == 0:
+        raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, {d_model}) "
+                         f"with n >= 1 tokens; got {tuple(x.shape)}")
     require_same_dtype(reference, "the module's parameters", x=x)
     return x
 
