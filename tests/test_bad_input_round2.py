@@ -580,6 +580,7 @@ def test_every_flag_takes_every_kind_of_bool_and_means_the_same(name, kind, valu
 @settings(max_examples=8, deadline=None)
 @given(bad=NOT_A_FLAG)
 def test_every_flag_refuses_what_is_not_a_bool(name, bad):
+    assume(not (name == "heatmap.annotate" and bad is None))      # None: decide by size
     with pytest.raises(TypeError, match=name.split(".")[1] + " must be True or False"):
         _flag_outcome(name, bad)
 
