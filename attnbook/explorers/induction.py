@@ -7,8 +7,15 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from .. import plots
-from .._checks import (as_real, index_into, labels_for, positive_int, require_between,
-                       require_finite, require_ndim)
+from .._checks import (
+    as_real,
+    index_into,
+    labels_for,
+    positive_int,
+    require_between,
+    require_finite,
+    require_ndim,
+)
 from .explorer import Explorer
 from .training import STEP_COLOUR, over_steps
 
