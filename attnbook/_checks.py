@@ -71,10 +71,19 @@ def first_index(flags: np.ndarray) -> tuple[int, ...]:
 
 
 def flag(x, name: str) -> bool:
-    """Return `x` if it is True or False; anything else ("no", 0, None) is a TypeError."""
-    if not isinstance(x, (bool, np.bool_)):
-        raise TypeError(f"{name} must be True or False, got {type(x).__name__} {x!r}")
-    return bool(x)
+    """Return `x` as a Python bool if it is True or False, else raise TypeError.
+
+    Accepted: Python's bool, numpy's bool_, and a 0-d boolean numpy array or
+    torch tensor (what ``mask.any()`` returns). Refused, with a TypeError
+    naming `name`: strings ("no" would be truthy), None, and numbers, even 0
+    and 1, so that a flag is never read from a value meant for something else.
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    dtype = getattr(x, "dtype", None)
+    if getattr(x, "ndim", None) == 0 and (dtype == np.bool_ or str(dtype) == "torch.bool"):
+        return bool(x.item())
+    raise TypeError(f"{name} must be True or False (a bool), got {type(x).__name__} {x!r}")
 
 
 def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> None:
@@ -88,6 +97,16 @@ def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> Non
         raise ValueError(f"{name} must not contain {what}; found {a[where]} at "
                          f"index {where if a.ndim else '()'} of {name} with shape "
                          f"{a.shape}")
+
+
+def require_between(a: np.ndarray, name: str, low: float, high: float, what: str) -> None:
+    """Raise ValueError naming the first entry of `a` outside [low, high]; `what`
+    says what the values are (e.g. "induction scores")."""
+    bad = (a < low) | (a > high)
+    if bad.any():
+        where = first_index(bad)
+        raise ValueError(f"{name} must be {what} in [{low:g}, {high:g}]; found {a[where]} at "
+                         f"index {where if a.ndim else '()'} of {name} with shape {a.shape}")
 
 
 def require_ndim(a: np.ndarray, name: str, allowed: tuple[int, ...] | str,

@@ -19,6 +19,7 @@ import numpy as np
 from ._checks import (
     as_mask,
     as_real,
+    flag,
     positive_number,
     require_finite,
     require_finite_scores,
@@ -108,9 +109,7 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
         require_finite(a, name)
     scale = 1.0 / np.sqrt(d_k) if scale is None else positive_number(scale, "scale")
     allowed = None if mask is None else as_mask(mask, "mask", batch + (n_q, n_k))
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be True or False, got {type(causal).__name__} "
-                        f"{causal!r}")
+    causal = flag(causal, "causal")
     query_pos = np.arange(n_q)[:, None]                # (n_q, 1)
 
     e_v = int(np.frexp(np.abs(V).max(initial=0.0))[1])

@@ -147,6 +147,39 @@ class WorkedExample:
     W_k: np.ndarray | None = None                            # (d_model, d_k)
     W_v: np.ndarray | None = None                            # (d_model, d_v)
 
+    def __post_init__(self):
+        """Check the fields: tokens strings, X (n, d_model) with one row per token,
+        the projections (d_model, ...) with W_q and W_k of one width; all finite."""
+        tokens = self.tokens
+        if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable) \
+                or not all(isinstance(t, str) for t in tokens):
+            raise TypeError(f"tokens must be a tuple of strings, got {type(tokens).__name__} "
+                            f"{tokens!r}")
+        object.__setattr__(self, "tokens", tuple(tokens))
+        for name in ("X", "W_q", "W_k", "W_v"):
+            value = getattr(self, name)
+            if value is None and name != "X":
+                continue
+            a = as_real(value, name)
+            require_ndim(a, name, (2,), "(n, d_model)" if name == "X" else "(d_model, d)")
+            require_finite(a, name)
+            if not isinstance(value, np.ndarray):
+                object.__setattr__(self, name, a)
+        n, d_model = np.shape(self.X)
+        if n != len(self.tokens):
+            raise ValueError(f"X must have one row per token: expected ({len(self.tokens)}, "
+                             f"d_model); got shape {np.shape(self.X)}")
+        for name in ("W_q", "W_k", "W_v"):
+            w = getattr(self, name)
+            if w is not None and np.shape(w)[0] != d_model:
+                raise ValueError(f"{name} must have shape (d_model, d) = ({d_model}, d), to "
+                                 f"multiply X {np.shape(self.X)} from the right; got "
+                                 f"{np.shape(w)}")
+        if self.W_q is not None and self.W_k is not None \
+                and np.shape(self.W_q)[1] != np.shape(self.W_k)[1]:
+            raise ValueError(f"W_q and W_k must share d_k; got W_q {np.shape(self.W_q)} and "
+                             f"W_k {np.shape(self.W_k)}")
+
 
 #: The "I am good" sentence, one 3-d word vector per token (rows of X), (n, d) = (3, 3).
 I_AM_GOOD = WorkedExample(

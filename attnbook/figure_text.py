@@ -50,6 +50,34 @@ _MATH = re.compile(r"(\$[^$]*\$)")
 # a number not glued to a word ("layer 2" yes, "word2vec" no): -3, 0.25, 1e-3, 1,024
 _NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:,\d{3})*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
 _LETTER = re.compile(r"[A-Za-z]")
+# in a message outside mathematics: an escaped brace, or a number's slot
+_BRACES = re.compile(r"(\{\{|\}\}|\{\})")
+
+
+def _text(text, name: str = "text") -> str:
+    """`text` if it is a string, else a TypeError naming `name`."""
+    if not isinstance(text, str):
+        raise TypeError(f"{name} must be a string (a figure's text), got "
+                        f"{type(text).__name__} {text!r}")
+    return text
+
+
+def _figure(fig) -> None:
+    """Raise a TypeError unless `fig` is a matplotlib Figure."""
+    from matplotlib.figure import Figure
+    if not isinstance(fig, Figure):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+
+
+def _messages(messages) -> None:
+    """Raise a TypeError unless `messages` is a dict of str to str."""
+    if not isinstance(messages, dict):
+        raise TypeError(f"messages must be a dict {{message: translation}}, got "
+                        f"{type(messages).__name__}")
+    bad = [k for k, v in messages.items() if not isinstance(k, str) or not isinstance(v, str)]
+    if bad:
+        raise TypeError(f"messages must map strings to strings; entry {bad[0]!r} maps to "
+                        f"{type(messages[bad[0]]).__name__}")
 
 
 def template(text: str) -> tuple[str, list[str]]:
@@ -64,7 +92,8 @@ def template(text: str) -> tuple[str, list[str]]:
     -------
     message : str
         The text with each number outside ``$...$`` replaced by `SLOT`,
-        e.g. ``"d_k = {}: entropy {}"``.
+        e.g. ``"d_k = {}: entropy {}"``, and each literal brace there
+        doubled, as in ``str.format`` (``"set {}"`` is ``"set {{}}"``).
     numbers : list of str
         The numbers taken out, in order.
     """
@@ -74,9 +103,11 @@ def template(text: str) -> tuple[str, list[str]]:
         numbers.append(match.group(0))
         return SLOT
 
-    parts = _MATH.split(text)
-    # odd parts are mathematics: kept as they are
-    message = "".join(p if i % 2 else _NUMBER.sub(take, p) for i, p in enumerate(parts))
+    parts = _MATH.split(_text(text))
+    # odd parts are mathematics: kept as they are; elsewhere a literal brace is doubled
+    message = "".join(p if i % 2 else _NUMBER.sub(take, p.replace("{", "{{")
+                                                   .replace("}", "}}"))
+                      for i, p in enumerate(parts))
     return message, numbers
 
 
@@ -93,7 +124,7 @@ def needs_translation(text: str) -> bool:
     bool
         True if it has a Latin letter outside mathematics (``$...$``).
     """
-    return bool(_LETTER.search("".join(_MATH.split(text)[::2])))
+    return bool(_LETTER.search("".join(_MATH.split(_text(text))[::2])))
 
 
 def translate(text: str, messages: dict[str, str]) -> str | None:
@@ -113,17 +144,28 @@ def translate(text: str, messages: dict[str, str]) -> str | None:
         The translation with the numbers put back; `text` itself if it needs
         no translation; None if the catalogue lacks its message.
     """
+    _messages(messages)
     if not needs_translation(text):
         return text
     message, numbers = template(text)
     translation = messages.get(message)
     if not translation:
         return None
-    pieces = translation.split(SLOT)
-    if len(pieces) != len(numbers) + 1:
+    out, slots = [], 0
+    for i, part in enumerate(_MATH.split(translation)):
+        if i % 2:                                   # mathematics: as it is
+            out.append(part)
+            continue
+        for piece in _BRACES.split(part):
+            if piece == SLOT:
+                out.append(numbers[slots] if slots < len(numbers) else "")
+                slots += 1
+            else:
+                out.append({"{{": "{", "}}": "}"}.get(piece, piece))
+    if slots != len(numbers):
         raise ValueError(f"the translation of {message!r} must have {len(numbers)} {SLOT} "
                          f"(one per number); got {translation!r}")
-    return "".join(p + n for p, n in zip(pieces, [*numbers, ""], strict=True))
+    return "".join(out)
 
 
 @functools.cache
@@ -212,6 +254,7 @@ def texts(fig: Figure) -> list[str]:
     list of str
         Each message once, in the order the texts are found.
     """
+    _figure(fig)
     out: dict[str, None] = {}
     for s in (t.get_text() for t in _texts(fig)):
         if needs_translation(s):
@@ -242,6 +285,12 @@ def translated(fig: Figure, messages: dict[str, str], families: Sequence[str] = 
         are the messages the catalogue lacks (their text stays in English),
         filled in as the figure is drawn (tick labels are made then).
     """
+    _figure(fig)
+    _messages(messages)
+    if isinstance(families, (str, bytes)) or not isinstance(families, Sequence) \
+            or not all(isinstance(f, str) for f in families):
+        raise TypeError(f"families must be a sequence of font family names (strings), "
+                        f"got {type(families).__name__} {families!r}")
     missing: dict[str, None] = {}
 
     def swap(s: str) -> str:
@@ -308,7 +357,14 @@ def figure_bundle(fig: Figure, render) -> tuple[dict, dict]:
         Under `METADATA_KEY`, the figure's messages and the missing ones.
     """
     import base64
-    data = {"image/png": base64.b64encode(render(fig)).decode()}
+    _figure(fig)
+    if not callable(render):
+        raise TypeError(f"render must be a callable returning the figure's PNG bytes, got "
+                        f"{type(render).__name__}")
+    png = render(fig)
+    if not isinstance(png, (bytes, bytearray)):
+        raise TypeError(f"render(fig) must return PNG bytes, got {type(png).__name__}")
+    data = {"image/png": base64.b64encode(png).decode()}
     found = catalogue()
     if found is None:
         return data, {}

@@ -40,11 +40,18 @@ def gaussian_scores(x_query, x_keys, bandwidth: float = 1.0) -> np.ndarray:
     ValueError
         If a score is too large for float64 (``|x - x_i|`` / bandwidth beyond about
         1e154); `nadaraya_watson` shifts the scores first and has no such limit.
+
+    Notes
+    -----
+    The scores depend only on (x - x_i) / bandwidth, which is computed from
+    the inputs multiplied by a power of two (exact), so subnormal inputs
+    keep every bit and x - x_i cannot overflow.
     """
     xq, xk = _check_inputs(x_query, x_keys, None)
     h = positive_number(bandwidth, "bandwidth")
+    d, h_scaled = _distances(xq, xk, h)                       # (n_q, n_k), exact
     with np.errstate(over="ignore"):
-        scores = -2 * (_half_distances(xq, xk) / h) ** 2      # (n_q, n_k)
+        scores = -(d / h_scaled) ** 2 / 2                     # (n_q, n_k)
     if not np.isfinite(scores).all():
         i, j = first_index(~np.isfinite(scores))
         raise ValueError(f"bandwidth = {h:g} is too small for these inputs: the score of "
@@ -64,6 +71,8 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
     key's, (d² - d_min²) / (2·bandwidth²) written as a product that cannot
     overflow to NaN, so any bandwidth works: a tiny one (even 1e-300) gives
     the nearest neighbour (the mean of tied nearest keys), a huge one the mean.
+    The inputs are first multiplied by a power of two, which is exact, so
+    subnormal inputs (below 2.2e-308) keep every bit.
 
     Parameters
     ----------
@@ -85,11 +94,11 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
     xq, xk = _check_inputs(x_query, x_keys, y_values)
     y = np.broadcast_to(as_real(y_values, "y_values"), xk.shape)
     h = positive_number(bandwidth, "bandwidth")
-    a = _half_distances(xq, xk)                               # (n_q, n_k), |x - x_i| / 2
-    a_min = a.min(axis=1, keepdims=True)                      # (n_q, 1), the nearest key
-    with np.errstate(over="ignore", invalid="ignore"):        # too far: +inf, weight 0
-        shift = 2 * ((a - a_min) / h) * ((a + a_min) / h)     # (d² - d_min²) / (2h²) >= 0
-    shift = np.where(a == a_min, 0.0, shift)                  # the nearest keys score 0
+    d, h_scaled = _distances(xq, xk, h)                       # (n_q, n_k), |x - x_i|
+    d_min = d.min(axis=1, keepdims=True)                      # (n_q, 1), the nearest key
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):  # too far: inf
+        shift = ((d - d_min) / h_scaled) * ((d + d_min) / h_scaled) / 2  # (n_q, n_k) >= 0
+    shift = np.where(d == d_min, 0.0, shift)                  # the nearest keys score 0
     weights = softmax(-shift, axis=1)                         # (n_q, n_k)
     with np.errstate(over="ignore", invalid="ignore"):
         y_hat = np.sum(weights * y, axis=1)                   # (n_q,)
@@ -100,10 +109,18 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
     return _squeeze(y_hat, x_query), _squeeze(weights, x_query)
 
 
-def _half_distances(xq: np.ndarray, xk: np.ndarray) -> np.ndarray:
-    """|x - x_i| / 2 for every query and key, (n_q, n_k); halving first means
-    the difference of two finite floats cannot overflow."""
-    return np.abs(0.5 * xq[:, None] - 0.5 * xk)
+def _distances(xq: np.ndarray, xk: np.ndarray, h: float) -> tuple[np.ndarray, float]:
+    """|x - x_i| for every query and key, (n_q, n_k), and the bandwidth, both in
+    units of 2**-k: the inputs are multiplied by the power of two 2**k that
+    brings the largest of them just below 2**1021. Multiplying by a power of
+    two is exact, so a subnormal input keeps every bit (halving it would lose
+    one, and 5e-324 / 2 is 0) and the difference of two inputs cannot
+    overflow; the scores, which depend only on (x - x_i) / bandwidth, are
+    unchanged."""
+    largest = max(float(np.abs(xq).max()), float(np.abs(xk).max()), h)
+    k = 1021 - int(np.frexp(largest)[1])                     # largest * 2**k < 2**1021
+    xq, xk, h = np.ldexp(xq, k), np.ldexp(xk, k), float(np.ldexp(h, k))
+    return np.abs(xq[:, None] - xk), h                        # (n_q, n_k), < 2**1022
 
 
 def _check_inputs(x_query, x_keys, y_values):

@@ -147,9 +147,9 @@ class CausalSelfAttention(nn.Module):
         """
         x = float_tensor(x, "x", 3, "(batch, n, d_model)")
         require_same_dtype(self.qkv.weight, "the module's parameters", x=x)
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
+        if x.dim() != 3 or x.shape[-1] != self.d_model or x.shape[1] == 0:
             raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, "
-                             f"{self.d_model}); got {tuple(x.shape)}")
+                             f"{self.d_model}) with n >= 1 tokens; got {tuple(x.shape)}")
         batch, n, _ = x.shape
         n_past = cached_length(self.mask, cache, n)
         h, d_head = self.n_heads, self.d_head

@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
-from ._checks import flag, generator, integer_at_least, positive_int
+from ._checks import flag, generator, integer_at_least, positive_int, positive_number
 from ._checks_torch import check_target, row_tensors, token_ids
 from .optim import Adam, one_thread
 from .positions import sinusoidal_positions
@@ -197,7 +196,7 @@ class SequenceAttention(nn.Module):
         weights : torch.Tensor, shape (batch, n, n)
             Rows = queries (output positions), columns = keys.
         """
-        token_ids(tokens, "tokens", self.n_symbols)
+        tokens = token_ids(tokens, "tokens", self.n_symbols).long()  # any integer dtype
         if tokens.shape[1] != self.n:
             raise ValueError(f"tokens must have shape (batch, {self.n}); got "
                              f"{tuple(tokens.shape)}")
@@ -251,9 +250,9 @@ class LookupAttention(nn.Module):
         logits : torch.Tensor, shape (batch, n_values)
         weights : torch.Tensor, shape (batch, n_pairs)
         """
-        token_ids(keys, "keys", self.n_keys, "(batch, n_pairs)")
-        token_ids(values, "values", self.n_values, "(batch, n_pairs)")
-        token_ids(query, "query", self.n_keys, "(batch,)", ndim=1)
+        keys = token_ids(keys, "keys", self.n_keys, "(batch, n_pairs)").long()
+        values = token_ids(values, "values", self.n_values, "(batch, n_pairs)").long()
+        query = token_ids(query, "query", self.n_keys, "(batch,)", ndim=1).long()
         if values.shape != keys.shape or query.shape[0] != keys.shape[0]:
             raise ValueError(f"keys and values must have the same shape (batch, n_pairs) and "
                              f"query shape (batch,); got keys {tuple(keys.shape)}, values "
@@ -337,14 +336,28 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
     TrainingRun
         ``TrainingRun(losses, snapshot_steps, snapshots)``; losses has shape
         (n_steps,) with n_steps = steps.
+
+    Raises
+    ------
+    TypeError
+        For float16 parameters, which Adam cannot update (its eps rounds to
+        0); bfloat16, float32 and float64 train.
+    ValueError
+        If the loss turns into NaN or inf (training diverged), naming the step.
     """
     steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
     snapshot_every = positive_int(snapshot_every, "snapshot_every")
     seed = integer_at_least(seed, "seed", 0)
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    lr = positive_number(lr, "lr")
     xs = _as_tensors(row_tensors(inputs, "inputs"), "inputs")
     y = check_target(model, xs, target)
+    half = [name for name, p in model.named_parameters() if p.dtype == torch.float16]
+    if half:
+        raise TypeError(f"train cannot update float16 parameters ({half[0]} is float16): "
+                        f"Adam's eps = 1e-8 and the squared gradients round to 0 in float16, "
+                        f"and the first step turns every parameter into inf or NaN. Train "
+                        f"in float32, bfloat16 or float64 (model.float()), and convert "
+                        f"with model.half() afterwards")
     probe = None if probe is None else _as_tensors(row_tensors(probe, "probe"), "probe")
     generator = torch.Generator().manual_seed(seed)
     adam = Adam(list(model.parameters()), float(lr))
@@ -364,6 +377,10 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
             loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                y[rows].reshape(-1))
             losses[step] = adam.descend(loss)
+            if not math.isfinite(losses[step]):
+                raise ValueError(f"the training loss is {losses[step]} at step {step}: "
+                                 f"training diverged (lr = {lr:g}); use a smaller lr, or "
+                                 f"float32 or float64 parameters")
     model.eval()
     return TrainingRun(losses, np.array(marks, dtype=int),
                        np.array(shots) if shots else np.zeros((0,)))

@@ -21,6 +21,7 @@ from matplotlib.figure import Figure
 
 from ._checks import (
     as_real,
+    finite_number,
     flag,
     labels_for,
     positive_int,
@@ -174,8 +175,9 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
         Tick labels (token names) for queries and keys.
     title, xlabel, ylabel : str, optional
     vmin, vmax : float or None, default 0.0 and 1.0
-        Colour range; the default [0, 1] suits attention weights. Pass None to
-        fit the data (for raw scores).
+        Colour range, finite numbers with vmin < vmax (a bool is refused);
+        the default [0, 1] suits attention weights. Pass None to fit the
+        data (for raw scores); a bound that is given is always kept.
     annotate : bool, optional
         Write each value in its cell; default: when there are at most
         ANNOTATE_MAX_CELLS cells (more than ANNOTATE_LIMIT is refused).
@@ -203,11 +205,17 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
                              f" of weights {w.shape}: expected {n}, got {len(labels)}")
     if ax is not None and not hasattr(ax, "imshow"):
         raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
-    for name, bound in (("vmin", vmin), ("vmax", vmax)):
-        if bound is not None:
-            require_finite(as_real(bound, name), name)
-    if vmin is not None and vmax is not None and vmin > vmax:
-        raise ValueError(f"vmin must not exceed vmax; got vmin = {vmin}, vmax = {vmax}")
+    vmin, vmax = _bounds(vmin, vmax)
+    for name, text in (("title", title), ("xlabel", xlabel), ("ylabel", ylabel)):
+        if text is not None and not isinstance(text, str):
+            raise TypeError(f"{name} must be a string or None, got {type(text).__name__} "
+                            f"{text!r}")
+    if not isinstance(fmt, str):
+        raise TypeError(f"fmt must be a format string like '{{:.2f}}', got "
+                        f"{type(fmt).__name__} {fmt!r}")
+    if not isinstance(cmap, str) or cmap not in matplotlib.colormaps:
+        raise ValueError(f"cmap must be the name of a matplotlib colormap, e.g. 'cividis'; "
+                         f"got {cmap!r}")
     colorbar = flag(colorbar, "colorbar")
     annotate = w.size <= ANNOTATE_MAX_CELLS if annotate is None else flag(annotate, "annotate")
     if annotate and w.size > ANNOTATE_LIMIT:
@@ -224,11 +232,7 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
         height = min(1.3 + 0.5 * n_q, 7.0)
         fig, ax = new_figure(width, height)
     fig = ax.figure
-    finite = w[np.isfinite(w)]
-    lo = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
-    hi = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
-    if hi <= lo:
-        hi = lo + 1.0
+    lo, hi = _colour_range(w[np.isfinite(w)], vmin, vmax)
     image = ax.imshow(w, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
     ax.set_xticks(*_ticks(n_k, col_labels))
     ax.set_yticks(*_ticks(n_q, row_labels))
@@ -251,6 +255,30 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
     if colorbar:
         fig.colorbar(image, ax=ax, shrink=0.9)
     return fig
+
+
+def _bounds(vmin, vmax) -> tuple[float | None, float | None]:
+    """vmin and vmax checked: each None or a finite real number (a bool is refused,
+    it would draw from 1), and vmin < vmax when both are given."""
+    vmin = None if vmin is None else finite_number(vmin, "vmin")
+    vmax = None if vmax is None else finite_number(vmax, "vmax")
+    if vmin is not None and vmax is not None and vmin >= vmax:
+        raise ValueError(f"vmin must be less than vmax; got vmin = {vmin}, vmax = {vmax}")
+    return vmin, vmax
+
+
+def _colour_range(finite: np.ndarray, vmin, vmax) -> tuple[float, float]:
+    """The colour range: a bound given is kept, a bound that is None fits the
+    data's finite values (an empty or constant range is widened by 1 on the
+    side that was not given, so a given vmin or vmax is never replaced)."""
+    lo = vmin if vmin is not None else float(finite.min()) if finite.size else 0.0
+    hi = vmax if vmax is not None else float(finite.max()) if finite.size else 1.0
+    if hi <= lo:
+        if vmax is None:
+            hi = lo + 1.0
+        else:                                   # data all above a given vmax
+            lo = hi - 1.0
+    return lo, hi
 
 
 def _ticks(n: int, labels):
@@ -319,13 +347,13 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
     ncols = len(mats) if ncols is None else positive_int(ncols, "ncols")
     nrows = -(-len(mats) // ncols)
     n_q, n_k = mats[0].shape
+    vmin, vmax = _bounds(vmin, vmax)
     if vmin is None or vmax is None:
         finite = np.concatenate([m[np.isfinite(m)] for m in mats])
         if not finite.size:
             raise ValueError("matrices hold no finite value to fit the colour range to; pass "
                              "vmin and vmax")
-        vmin = finite.min() if vmin is None else vmin
-        vmax = finite.max() if vmax is None else vmax
+        vmin, vmax = _colour_range(finite, vmin, vmax)
     fig, axes = new_figure(min(1.0 + ncols * (1.2 + 0.55 * n_k), 12.0),
                            min(0.8 + nrows * (1.0 + 0.45 * n_q), 9.0),
                            nrows=nrows, ncols=ncols, squeeze=False)

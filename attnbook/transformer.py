@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import integer_at_least, positive_int
+from ._checks import flag, integer_at_least, positive_int
 from ._checks_torch import (
     float_tensor,
     require_finite_result,
@@ -53,9 +53,9 @@ def _check_x(x, d_model: int, reference: torch.Tensor) -> torch.Tensor:
         pass
     else:
         x = float_tensor(x, "x", 3, "(batch, n, d_model)")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, {d_model}); "
-                         f"got {tuple(x.shape)}")
+    if x.dim() != 3 or x.shape[-1] != d_model or x.shape[1] == 0:
+        raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, {d_model}) "
+                         f"with n >= 1 tokens; got {tuple(x.shape)}")
     require_same_dtype(reference, "the module's parameters", x=x)
     return x
 
@@ -96,7 +96,7 @@ class GroupedQueryAttention(nn.Module):
                  max_len: int = 1024, bias: bool = True):
         super().__init__()
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
-        max_len = positive_int(max_len, "max_len")
+        max_len, bias = positive_int(max_len, "max_len"), flag(bias, "bias")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_head = d_model // n_heads
         self.q = nn.Linear(d_model, d_model, bias=bias)
@@ -188,9 +188,7 @@ class Block(nn.Module):
                  max_len: int = 1024, pre_ln: bool = True):
         super().__init__()
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
-        if not isinstance(pre_ln, bool):
-            raise TypeError(f"pre_ln must be True or False, got {type(pre_ln).__name__} "
-                            f"{pre_ln!r}")
+        pre_ln = flag(pre_ln, "pre_ln")
         self.d_model, self.pre_ln = d_model, pre_ln
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         if n_kv_heads == n_heads:
@@ -302,7 +300,7 @@ class TinyGPT(nn.Module):
         vocab, n_layers = positive_int(vocab, "vocab"), positive_int(n_layers, "n_layers")
         max_len = positive_int(max_len, "max_len")
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
-        seed = integer_at_least(seed, "seed", 0)
+        seed, pre_ln = integer_at_least(seed, "seed", 0), flag(pre_ln, "pre_ln")
         self.vocab, self.max_len, self.pre_ln = vocab, max_len, pre_ln
         with torch.random.fork_rng(devices=[]):        # torch's default init draws
             self.tok_emb = nn.Embedding(vocab, d_model)
@@ -323,7 +321,7 @@ class TinyGPT(nn.Module):
 
     def _embed(self, idx, cache=None, real=None) -> torch.Tensor:
         """Token plus position embeddings, (batch, n, d_model), with the checks."""
-        token_ids(idx, "idx", self.vocab)
+        idx = token_ids(idx, "idx", self.vocab).long()             # uint8, int32: ids too
         if idx.shape[1] == 0:
             raise ValueError(f"idx must have shape (batch, n) with n >= 1; got "
                              f"{tuple(idx.shape)}")

@@ -248,6 +248,28 @@ CASES = [
      TypeError, ["tokens must be a sequence of labels", "1.5"]),
     ("glue: a name that is not a string", lambda: __import__("attnbook.glue").glue.glue(3, 1.0),
      TypeError, ["name must be a non-empty string", "int 3"]),
+    # issue 38: train in float16 (Adam's eps rounds to 0: NaN losses came back)
+    ("train a float16 model", lambda: learn.train(learn.SequenceAttention().half(), (TOKENS,),
+                                                  TARGET, steps=2),
+     TypeError, ["float16", "embed.weight", "model.float()"]),
+    ("train with lr=True", lambda: learn.train(learn.SequenceAttention(), (TOKENS,), TARGET,
+                                               steps=2, lr=True), TypeError, ["lr", "True"]),
+    ("train until the loss is inf",
+     lambda: learn.train(learn.SequenceAttention(), (TOKENS,), TARGET, steps=50, lr=1e30),
+     ValueError, ["training loss", "step", "lr = 1e+30"]),
+    ("WorkedExample with X of the wrong number of rows",
+     lambda: ab.examples.WorkedExample(("a", "b"), np.zeros((3, 2))), ValueError,
+     ["X must have one row per token", "(3, 2)"]),
+    ("WorkedExample with NaN in X",
+     lambda: ab.examples.WorkedExample(("a",), np.full((1, 2), np.nan)), ValueError, ["X", "NaN"]),
+    ("WorkedExample with a W_q of the wrong height",
+     lambda: ab.examples.WorkedExample(("a",), np.zeros((1, 2)), W_q=np.zeros((3, 2))),
+     ValueError, ["W_q", "(2, d)", "(3, 2)"]),
+    ("WorkedExample with tokens a string",
+     lambda: ab.examples.WorkedExample("ab", np.zeros((2, 2))), TypeError, ["tokens", "'ab'"]),
+    ("WorkedExample with W_q and W_k of different widths",
+     lambda: ab.examples.WorkedExample(("a",), np.zeros((1, 2)), W_q=np.zeros((2, 3)),
+                                       W_k=np.zeros((2, 2))), ValueError, ["W_q and W_k", "d_k"]),
     # bfloat16 into the numpy functions: read, not refused by numpy
     ("bfloat16 probabilities that do not sum to 1",
      lambda: analysis.softmax_jacobian(torch.tensor([[0.25, 0.25]]).bfloat16()),
@@ -478,7 +500,9 @@ def test_every_explorer_refuses_every_bad_index(name, data):
 
 NOT_AN_INT = st.one_of(st.floats(), st.text(max_size=3), st.none(), st.booleans(),
                        st.integers(-10, 0))
-NOT_A_FLAG = st.one_of(st.text(max_size=3), st.none(), st.integers(), st.floats())
+NOT_A_FLAG = st.one_of(st.text(max_size=3), st.none(), st.integers(), st.floats(),
+                       st.integers(0, 1).map(np.int64), st.floats(0, 1).map(np.float32),
+                       st.booleans().map(lambda b: [b]))
 CONSTRUCTORS = [   # (class, valid keyword arguments, the argument to spoil, bad values)
     (abn.CausalSelfAttention, dict(d_model=4, n_heads=2), "d_model", NOT_AN_INT),
     (abn.CausalSelfAttention, dict(d_model=4, n_heads=2), "n_heads", NOT_AN_INT),
@@ -495,6 +519,10 @@ CONSTRUCTORS = [   # (class, valid keyword arguments, the argument to spoil, bad
     (learn.SequenceAttention, dict(), "seed", st.one_of(st.floats(), st.text(max_size=2),
                                                         st.integers(-10, -1))),
     (learn.LookupAttention, dict(), "d_model", NOT_AN_INT),
+    (abn.GroupedQueryAttention, dict(d_model=4, n_heads=2), "bias", NOT_A_FLAG),
+    (abn.Block, dict(d_model=4, n_heads=2), "pre_ln", NOT_A_FLAG),
+    (abn.TinyGPT, dict(vocab=5, d_model=4, n_heads=2, n_layers=1, max_len=4), "pre_ln",
+     NOT_A_FLAG),
     (learn.LookupAttention, dict(), "n_keys", NOT_AN_INT),
 ]
 
@@ -507,3 +535,127 @@ def test_every_module_constructor_refuses_each_bad_argument(cls, kwargs, name, b
     value = data.draw(bad)
     with pytest.raises((TypeError, ValueError), match=name):
         cls(**{**kwargs, name: value})
+
+
+# -- issue 38: every kind of flag, half precision in every torch module, subnormal inputs
+
+FLAG_KINDS = [bool, np.bool_, np.array, torch.tensor]      # what _checks.flag accepts
+
+
+def _flag_outcome(name, value):
+    """What a flag decided, read off the object it built, for every flag of attnbook."""
+    import attnbook.blockwise as bw
+    q, k, v = np.eye(3), np.eye(3), np.arange(9.0).reshape(3, 3)
+    return {
+        "CausalSelfAttention.bias": lambda: abn.CausalSelfAttention(4, 2, bias=value)
+        .qkv.bias is not None,
+        "GroupedQueryAttention.bias": lambda: abn.GroupedQueryAttention(4, 2, bias=value)
+        .q.bias is not None,
+        "Block.pre_ln": lambda: abn.Block(4, 2, pre_ln=value).pre_ln,
+        "TinyGPT.pre_ln": lambda: abn.TinyGPT(5, 4, 2, 1, 4, pre_ln=value).pre_ln,
+        "SequenceAttention.positions": lambda: bool(learn.SequenceAttention(positions=value)
+                                                    .pe.any()),
+        "blockwise_attention.causal": lambda: bw.blockwise_attention(q, k, v, 2, causal=value)
+        .tolist(),
+        "heatmap.colorbar": lambda: len(plots.heatmap(np.eye(2), colorbar=value).axes),
+        "heatmap.annotate": lambda: len(plots.heatmap(np.eye(2), annotate=value).texts
+                                        + plots.heatmap(np.eye(2), annotate=value).axes[0]
+                                        .texts),
+    }[name]()
+
+
+FLAGS = ["CausalSelfAttention.bias", "GroupedQueryAttention.bias", "Block.pre_ln",
+         "TinyGPT.pre_ln", "SequenceAttention.positions", "blockwise_attention.causal",
+         "heatmap.colorbar", "heatmap.annotate"]
+
+
+@pytest.mark.parametrize("name", FLAGS)
+@settings(max_examples=8, deadline=None)
+@given(kind=st.sampled_from(FLAG_KINDS), value=st.booleans())
+def test_every_flag_takes_every_kind_of_bool_and_means_the_same(name, kind, value):
+    assert _flag_outcome(name, kind(value)) == _flag_outcome(name, value)
+
+
+@pytest.mark.parametrize("name", FLAGS)
+@settings(max_examples=8, deadline=None)
+@given(bad=NOT_A_FLAG)
+def test_every_flag_refuses_what_is_not_a_bool(name, bad):
+    assume(not (name == "heatmap.annotate" and bad is None))      # None: decide by size
+    with pytest.raises(TypeError, match=name.split(".")[1] + " must be True or False"):
+        _flag_outcome(name, bad)
+
+
+def _tiny_modules():
+    """(name, module, inputs, index of the float output) for every torch module."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4)
+    q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 2)
+    lk = learn.lookup_data(np.random.default_rng(0), 2)
+    return [
+        ("DotProductAttention", abn.DotProductAttention(), (q, k, v)),
+        ("AdditiveAttention", abn.AdditiveAttention(4, 4, 3), (q, k, v)),
+        ("NWKernelRegression", abn.NWKernelRegression(1.5),
+         (torch.rand(2), torch.rand(2, 5), torch.rand(2, 5))),
+        ("CausalSelfAttention", abn.CausalSelfAttention(4, 2), (x,)),
+        ("GroupedQueryAttention", abn.GroupedQueryAttention(4, 2, 1), (x,)),
+        ("Block", abn.Block(4, 2), (x,)),
+        ("Block post-LN", abn.Block(4, 2, pre_ln=False), (x,)),
+        ("TinyGPT", abn.TinyGPT(5, 4, 2, 2, 4), (torch.tensor([[1, 2, 3]]),)),
+        ("SequenceAttention", learn.SequenceAttention(), (torch.as_tensor(TOKENS[:2]),)),
+        ("LookupAttention", learn.LookupAttention(), tuple(torch.as_tensor(a) for a in lk[:3])),
+    ]
+
+
+@pytest.mark.parametrize("index", range(10), ids=[m[0] for m in _tiny_modules()])
+@settings(max_examples=4, deadline=None)
+@given(dtype=HALVES)
+def test_every_torch_module_runs_in_half_precision_close_to_float64(index, dtype):
+    """Run or refuse by name, never crash inside torch: the module in float16 or
+    bfloat16 gives what the same rounded parameters and inputs give in float64."""
+    name, module, inputs = _tiny_modules()[index]
+    narrow = [t.to(dtype) if t.dtype.is_floating_point else t for t in inputs]
+    got = module.to(dtype).eval()(*narrow)[0]
+    assert got.dtype == dtype and torch.isfinite(got).all(), name
+    reference = module.double()(*[t.double() if t.dtype.is_floating_point else t
+                                  for t in narrow])[0]
+    tol = 0.05 if dtype == torch.float16 else 0.25
+    assert torch.allclose(got.double(), reference, atol=tol, rtol=tol), name
+
+
+@settings(max_examples=4, deadline=None)
+@given(dtype=HALVES)
+def test_train_runs_in_bfloat16_and_refuses_float16_by_name(dtype):
+    model = learn.SequenceAttention().to(dtype)
+    if dtype == torch.float16:
+        with pytest.raises(TypeError, match="float16"):
+            learn.train(model, (TOKENS,), TARGET, steps=3, batch_size=4)
+    else:
+        run = learn.train(model, (TOKENS,), TARGET, steps=3, batch_size=4)
+        assert np.isfinite(run.losses).all()
+
+
+TINY = 2.0 ** -1074                                 # the smallest subnormal
+
+
+@settings(max_examples=25, deadline=None)
+@given(query=st.integers(-2000, 2000), keys=st.lists(st.integers(-2000, 2000), min_size=1,
+                                                     max_size=6),
+       width=st.integers(1, 3000))
+def test_nadaraya_watson_keeps_every_bit_of_subnormal_inputs(query, keys, width):
+    """Inputs that are whole multiples of 2**-1074 (subnormal) give the weights of
+    the same whole numbers: the scores depend only on (x - x_i) / bandwidth."""
+    import scipy.special
+    y = np.arange(len(keys), dtype=float)
+    scores = -((query - np.array(keys, float)) / width) ** 2 / 2
+    expected = scipy.special.softmax(scores)
+    got_y, got_w = ab.nadaraya_watson(query * TINY, np.array(keys) * TINY, y, width * TINY)
+    np.testing.assert_allclose(got_w, expected, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(got_y, expected @ y, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(ab.gaussian_scores(query * TINY, np.array(keys) * TINY,
+                                                  width * TINY), scores, rtol=1e-12)
+
+
+def test_nadaraya_watson_at_the_issues_subnormal_example():
+    # x = 5e-324 against keys 0 and 5e-324 at bandwidth 5e-324: scores -1/2 and 0
+    _, w = ab.nadaraya_watson(TINY, [0.0, TINY], [0.0, 1.0], TINY)
+    np.testing.assert_allclose(w, [1 / (1 + np.e ** 0.5), 1 / (1 + np.e ** -0.5)], rtol=1e-15)

@@ -9,7 +9,7 @@ import torch
 from badinput import assert_clear_error
 
 from attnbook import rotate_half
-from attnbook.nn import Block, GroupedQueryAttention, TinyGPT
+from attnbook.nn import Block, CausalSelfAttention, GroupedQueryAttention, TinyGPT
 
 F64 = torch.float64
 
@@ -17,6 +17,21 @@ BAD = [
     (lambda: Block(10, 3), ValueError, ["d_model = 10", "n_heads = 3"]),
     (lambda: Block(12, 4, n_kv_heads=3), ValueError, ["n_kv_heads", "n_heads = 4", "3"]),
     (lambda: Block(12, 4, pre_ln="yes"), TypeError, ["pre_ln", "'yes'"]),
+    # issue 38: every flag goes through _checks.flag
+    (lambda: GroupedQueryAttention(8, 2, bias="no"), TypeError,
+     ["bias must be True or False", "'no'"]),
+    (lambda: GroupedQueryAttention(8, 2, bias=None), TypeError, ["bias", "None"]),
+    (lambda: GroupedQueryAttention(8, 2, bias=0), TypeError, ["bias", "int 0"]),
+    (lambda: Block(8, 2, pre_ln=1), TypeError, ["pre_ln must be True or False", "int 1"]),
+    (lambda: Block(8, 2, pre_ln=None), TypeError, ["pre_ln", "None"]),
+    (lambda: TinyGPT(10, 8, 2, 1, 4, pre_ln="no"), TypeError, ["pre_ln", "'no'"]),
+    (lambda: TinyGPT(10, 8, 2, 1, 4, pre_ln=np.float64(1.0)), TypeError, ["pre_ln", "1.0"]),
+    # no tokens: TinyGPT refused n = 0, its layers now do too
+    (lambda: GroupedQueryAttention(8, 2, 1)(torch.zeros(2, 0, 8)), ValueError,
+     ["x", "n >= 1", "(2, 0, 8)"]),
+    (lambda: Block(8, 2)(torch.zeros(1, 0, 8)), ValueError, ["x", "n >= 1", "(1, 0, 8)"]),
+    (lambda: CausalSelfAttention(8, 2)(torch.zeros(1, 0, 8)), ValueError,
+     ["x", "n >= 1", "(1, 0, 8)"]),
     (lambda: GroupedQueryAttention(8, 2, 0), ValueError, ["n_kv_heads", "0"]),
     (lambda: TinyGPT(0, 8, 2, 1, 4), ValueError, ["vocab", "0"]),
     (lambda: TinyGPT(10, 8, 2, 1, 4, seed=-1), ValueError, ["seed", "-1"]),

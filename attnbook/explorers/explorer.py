@@ -116,9 +116,21 @@ class Explorer:
     def __init__(self, name: str, values: Sequence, labels: Sequence[str], figure: Figure,
                  update: Callable[[int], None], index: int = 0, description: str = "",
                  dynamic: Sequence = (), describe: Callable[[int], str] | None = None):
+        for arg, text in (("name", name), ("description", description)):
+            if not isinstance(text, str):
+                raise TypeError(f"{arg} must be a string, got {type(text).__name__} {text!r}")
+        for arg, seq in (("values", values), ("labels", labels), ("dynamic", dynamic)):
+            if isinstance(seq, (str, bytes)) or not hasattr(seq, "__len__"):
+                raise TypeError(f"{arg} must be a sequence, got {type(seq).__name__} {seq!r}")
         if len(values) != len(labels) or not len(values):
             raise ValueError(f"values and labels must be non-empty and of equal length; "
                              f"got {len(values)} values and {len(labels)} labels")
+        if not isinstance(figure, Figure):
+            raise TypeError(f"figure must be a matplotlib Figure, got {type(figure).__name__}")
+        for arg, fn in (("update", update), ("describe", describe)):
+            if not callable(fn) and not (arg == "describe" and fn is None):
+                raise TypeError(f"{arg} must be a function of the index, got "
+                                f"{type(fn).__name__} {fn!r}")
         self.name, self.values, self.labels = name, list(values), list(labels)
         self.figure, self._update = figure, update
         self.description = description or f"Figure for {name}"

@@ -39,9 +39,10 @@ def explore_heads(weights, tokens: Sequence[str], index: int = 0) -> Explorer:
     w = as_real(weights, "weights")
     require_ndim(w, "weights", (4,), "(n_layers, n_heads, n, n)")
     n_layers, n_heads, n, n_k = w.shape
-    if n != n_k or n == 0:
+    if n != n_k or w.size == 0:
         raise ValueError(f"weights must have shape (n_layers, n_heads, n, n): square, one "
-                         f"row and column per token; got {w.shape}")
+                         f"row and column per token, with at least one layer, head and "
+                         f"token; got {w.shape}")
     require_finite(w, "weights")
     labels_for(tokens, "tokens", n, strings=True, optional=False)
     index = index_into(index, n_layers * n_heads)

@@ -7,7 +7,15 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from .. import plots
-from .._checks import as_real, index_into, labels_for, positive_int, require_finite, require_ndim
+from .._checks import (
+    as_real,
+    index_into,
+    labels_for,
+    positive_int,
+    require_between,
+    require_finite,
+    require_ndim,
+)
 from .explorer import Explorer
 from .training import STEP_COLOUR, over_steps
 
@@ -63,6 +71,7 @@ def explore_induction(steps, weights, half: int, scores, losses,
         raise ValueError(f"weights must have shape (n_checkpoints, n, n) = ({steps.size}, n, "
                          f"n) with half < n <= 2 half = {2 * half}; got {w.shape}")
     require_finite(w, "weights")
+    require_between(w, "weights", 0, 1, "attention weights")
     curves = []
     for name, a in (("scores", scores), ("losses", losses)):
         a = as_real(a, name)
@@ -72,6 +81,8 @@ def explore_induction(steps, weights, half: int, scores, losses,
         require_finite(a, name)
         curves.append(a)
     scores, losses = curves
+    require_between(scores, "scores", 0, 1, "induction scores (an average of weights)")
+    require_between(losses, "losses", 0, np.inf, "cross-entropy losses")
     labels_for(labels, "labels", n_q, strings=True)
     index = index_into(index, steps.size, negative=True)
     fig, (ax_w, ax_c) = plots.new_figure(10.0, 4.6, ncols=2,
