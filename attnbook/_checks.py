@@ -124,6 +124,14 @@ def positive_number(x, name: str) -> float:
     return x
 
 
+def nonnegative_number(x, name: str) -> float:
+    """Return `x` as a float if it is a finite real number >= 0, else raise."""
+    x = _real_scalar(x, name, "a real number >= 0")
+    if not np.isfinite(x) or x < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {x}")
+    return x
+
+
 def finite_number(x, name: str) -> float:
     """Return `x` as a float if it is a finite real number (of any sign), else raise."""
     x = _real_scalar(x, name, "a real number")
