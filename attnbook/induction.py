@@ -82,8 +82,9 @@ class _RotaryAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)           # biases: queries and keys
         self.proj = nn.Linear(d_model, d_model, bias=False)  # that do not depend on the token
         pe = torch.from_numpy(sinusoidal_positions(max_len, self.d_head))  # (max_len, d_head)
-        turn = torch.complex(pe[:, 1::2], pe[:, 0::2])  # pair c at position i: cos + i sin
-        self.register_buffer("turn", turn, persistent=False)       # (max_len, d_head / 2)
+        turn = torch.stack([pe[:, 1::2], pe[:, 0::2]], -1)  # pair c at i: (cos, sin)
+        # real, not complex: module.to(torch.float16) would drop a complex buffer's sines
+        self.register_buffer("turn", turn, persistent=False)    # (max_len, d_head / 2, 2)
         register_causal_mask(self, max_len)                  # mask: (max_len, max_len)
 
     def _rotate(self, x: torch.Tensor) -> torch.Tensor:
@@ -92,8 +93,8 @@ class _RotaryAttention(nn.Module):
         n, d_head, dtype = x.shape[-2], x.shape[-1], x.dtype
         if dtype in (torch.float16, torch.bfloat16):  # no complex bfloat16: turned in float32
             x = x.float()
-        turn = self.turn[:n].to(torch.complex128 if x.dtype == torch.float64
-                                else torch.complex64)                  # (n, d_head / 2)
+        turn = torch.view_as_complex(self.turn[:n].double()).to(
+            torch.complex128 if x.dtype == torch.float64 else torch.complex64)  # (n, d_head/2)
         pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d_head // 2, 2))
         return torch.view_as_real(pairs * turn).flatten(-2).to(dtype)   # (..., n, d_head)
 
