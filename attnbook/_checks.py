@@ -143,6 +143,14 @@ def positive_number(x, name: str) -> float:
     return x
 
 
+def nonnegative_number(x, name: str) -> float:
+    """Return `x` as a float if it is a finite real number >= 0, else raise."""
+    x = _real_scalar(x, name, "a real number >= 0")
+    if not np.isfinite(x) or x < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {x}")
+    return x
+
+
 def finite_number(x, name: str) -> float:
     """Return `x` as a float if it is a finite real number (of any sign), else raise."""
     x = _real_scalar(x, name, "a real number")
@@ -351,3 +359,67 @@ def labels_for(labels, name: str, n: int | None, strings: bool = False,
                          f"{len(labels)}")
     if strings and not all(isinstance(s, str) for s in labels):
         raise TypeError(f"{name} must hold strings; got {[type(s).__name__ for s in labels]}")
+
+
+def _holds_bool(x) -> bool:
+    """Whether a (nested) list or tuple holds a Python or numpy bool, which numpy
+    would silently read as the integer 0 or 1."""
+    if isinstance(x, (bool, np.bool_)):
+        return True
+    return isinstance(x, (list, tuple)) and any(_holds_bool(v) for v in x)
+
+
+def as_ids(x, name: str, n: int | None = None, what: str = "vocab", hint: str = "",
+           ndim: tuple[int, ...] | None = None, layout: str = "",
+           shape: tuple[int, ...] | None = None, where=None) -> np.ndarray:
+    """Return `x` as an int64 array of ids in [0, n) (any n >= 0 fitting int64 if
+    n is None), or raise naming `name`.
+
+    Every integer dtype is accepted (Python ints; numpy and torch int8 to
+    uint64); bools, floats, strings and objects are refused with a TypeError
+    (a bool inside a list too, which numpy would read as 0 or 1), and an id
+    outside the range with a ValueError that shows the first one and its
+    index. `what` names n in the message (``[0, vocab) = [0, 10)``); `hint`
+    is added to the range error. With `ndim` the array must have one of those
+    numbers of axes, with `shape` exactly that shape, `layout` in words (both
+    checked before the range). With `where`, a boolean array of that shape,
+    only the ids where it is True are range-checked (the others are not
+    read). An empty list is an empty array of ids.
+    """
+    if x is None or isinstance(x, (str, bytes)):
+        raise TypeError(f"{name} must be integer ids, got {type(x).__name__} {x!r}")
+    if _holds_bool(x):
+        raise TypeError(f"{name} must be integer ids, got a bool among them ({x!r}); "
+                        f"use 0 and 1 if you mean ids")
+    x = to_numpy(x, name)
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as err:           # ragged nested lists, for instance
+        raise TypeError(f"{name} must be integer ids of one shape; numpy could not read "
+                        f"it as an array ({err})") from None
+    if a.size == 0 and isinstance(x, (list, tuple)):
+        a = a.astype(np.int64)                       # [] reads as float64
+    if a.dtype == object and a.size and all(
+            isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+            for v in a.ravel()):
+        big = next(v for v in a.ravel() if not -2 ** 63 <= v < 2 ** 63)
+        raise ValueError(f"{name} must hold ids in [0, 2**63) (they are stored as int64); "
+                         f"got {big}")
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"{name} must hold integer ids, got dtype {a.dtype} "
+                        f"(value {_short(a)})")
+    if ndim is not None:
+        require_ndim(a, name, ndim, layout)
+    if shape is not None and a.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {layout} = {tuple(shape)}; got {a.shape}")
+    high = 2 ** 63 if n is None else n
+    bad = (a < 0) | (a >= high)
+    if where is not None:
+        bad &= np.asarray(where, dtype=bool)
+    if bad.any():
+        at = first_index(bad)
+        valid = "[0, 2**63) (they are stored as int64)" if n is None else \
+            f"[0, {what}) = [0, {n})"
+        raise ValueError(f"{name} must hold ids in {valid}{hint}; found {a[at]} at index "
+                         f"{at} of {name} with shape {a.shape}")
+    return a.astype(np.int64, copy=False)

@@ -9,7 +9,7 @@ import numbers
 import numpy as np
 import torch
 
-from ._checks import require_finite
+from ._checks import as_ids, require_finite
 
 
 def float_tensor(x, name: str, min_ndim: int, layout: str) -> torch.Tensor:
@@ -270,3 +270,17 @@ def check_target(model, xs: tuple[torch.Tensor, ...], target, run: bool = True) 
                              f"(one per logit); got values from {int(y.min())} to "
                              f"{int(y.max())}")
     return y.long()
+
+
+def id_tensor(x, name: str, n: int | None, layout: str = "(batch, n)", ndim: int = 2,
+              what: str = "vocab", hint: str = "", shape=None, where=None) -> torch.Tensor:
+    """`x` (a tensor, array or nested list of any integer dtype) as an int64 tensor of
+    ids in [0, n) with `ndim` axes, `layout`: `attnbook._checks.as_ids` for tensors.
+    A float, complex or bool tensor is refused naming its torch dtype."""
+    if isinstance(x, torch.Tensor) and (x.dtype.is_floating_point or x.dtype.is_complex
+                                        or x.dtype == torch.bool):
+        raise TypeError(f"{name} must hold integer ids, got dtype {x.dtype}")
+    where = where.cpu().numpy() if isinstance(where, torch.Tensor) else where
+    a = as_ids(x, name, n, what=what, hint=hint, ndim=(ndim,), layout=layout, shape=shape,
+               where=where)
+    return torch.from_numpy(np.ascontiguousarray(a))

@@ -12,15 +12,22 @@ holds for all of them (tests/test_platforms.py).
 """
 from __future__ import annotations
 
-import math
 from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import nn
 
-from ._checks import as_real, generator, integer_at_least, positive_int, require_finite
-from ._checks_torch import require_finite_result, token_ids
+from ._checks import (
+    as_distribution,
+    as_real,
+    generator,
+    integer_at_least,
+    positive_int,
+    positive_number,
+    require_ndim,
+)
+from ._checks_torch import id_tensor, require_finite_result
 from .layer import causal_heads, register_causal_mask
 from .optim import Adam, one_thread
 from .positions import sinusoidal_positions
@@ -75,18 +82,21 @@ class _RotaryAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)           # biases: queries and keys
         self.proj = nn.Linear(d_model, d_model, bias=False)  # that do not depend on the token
         pe = torch.from_numpy(sinusoidal_positions(max_len, self.d_head))  # (max_len, d_head)
-        turn = torch.complex(pe[:, 1::2], pe[:, 0::2])  # pair c at position i: cos + i sin
-        self.register_buffer("turn", turn, persistent=False)       # (max_len, d_head / 2)
+        turn = torch.stack([pe[:, 1::2], pe[:, 0::2]], -1)  # pair c at i: (cos, sin)
+        # real, not complex: module.to(torch.float16) would drop a complex buffer's sines
+        self.register_buffer("turn", turn, persistent=False)    # (max_len, d_head / 2, 2)
         register_causal_mask(self, max_len)                  # mask: (max_len, max_len)
 
     def _rotate(self, x: torch.Tensor) -> torch.Tensor:
         """Chapter 11's `rotate`: pair (2c, 2c+1) at position i turned by i w_c,
         as a product of complex numbers (one multiplication instead of four)."""
-        n, d_head = x.shape[-2], x.shape[-1]
-        turn = self.turn[:n].to(torch.complex128 if x.dtype == torch.float64
-                                else torch.complex64)                  # (n, d_head / 2)
+        n, d_head, dtype = x.shape[-2], x.shape[-1], x.dtype
+        if dtype in (torch.float16, torch.bfloat16):  # no complex bfloat16: turned in float32
+            x = x.float()
+        turn = torch.view_as_complex(self.turn[:n].double()).to(
+            torch.complex128 if x.dtype == torch.float64 else torch.complex64)  # (n, d_head/2)
         pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d_head // 2, 2))
-        return torch.view_as_real(pairs * turn).flatten(-2)             # (..., n, d_head)
+        return torch.view_as_real(pairs * turn).flatten(-2).to(dtype)   # (..., n, d_head)
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor):
         batch, n, d_model = x.shape
@@ -148,8 +158,9 @@ class AttentionOnly(nn.Module):
 
         Parameters
         ----------
-        tokens : torch.Tensor of int64, shape (batch, n)
-            Token ids in [0, vocab); n is at most max_len.
+        tokens : torch.Tensor of int, shape (batch, n)
+            Token ids in [0, vocab), of any integer dtype; n is at most
+            max_len.
         ablate : sequence of (int, int), optional
             (layer, head) pairs, counted from 0, whose output is set to zero
             before the output projection: the head is removed.
@@ -161,7 +172,10 @@ class AttentionOnly(nn.Module):
             Rows = queries, columns = keys; an ablated head's weights are
             still returned (they are what it would have used).
         """
-        token_ids(tokens, "tokens", self.vocab, max_len=self.max_len)
+        tokens = id_tensor(tokens, "tokens", self.vocab, "(batch, n)")  # (batch, n) int64
+        if not 1 <= tokens.shape[1] <= self.max_len:
+            raise ValueError(f"tokens must have shape (batch, n) with 1 <= n <= max_len = "
+                             f"{self.max_len}; got {tuple(tokens.shape)}")
         keep = _keep(ablate, self.n_layers, self.n_heads)            # (n_layers, n_heads)
         x = self.tok_emb(tokens)                                     # (batch, n, d_model)
         weights = []
@@ -247,11 +261,10 @@ def train_induction(model: AttentionOnly, steps: int = 600, batch_size: int = 64
     steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
     checkpoint_every = positive_int(checkpoint_every, "checkpoint_every")
     seed = integer_at_least(seed, "seed", 0)
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    lr = positive_number(lr, "lr")
     low, high = _halves(halves, model)
     rng = np.random.default_rng(seed)
-    adam = Adam(list(model.parameters()), float(lr))
+    adam = Adam(list(model.parameters()), lr)
     losses, marks, saved = np.zeros(steps), [], []
     with one_thread():
         for step in range(steps + 1):
@@ -292,7 +305,10 @@ def next_token_losses(model: AttentionOnly, tokens, ablate=()):
     ----------
     model : AttentionOnly
     tokens : array_like of int, shape (batch, n)
-        The model reads ``tokens[:, :-1]`` and predicts ``tokens[:, 1:]``.
+        Ids in [0, vocab), of any integer dtype; 2 <= n <= max_len + 1. The
+        model reads ``tokens[:, :-1]`` and predicts ``tokens[:, 1:]``, so
+        the last column is checked too (no id is ignored, as torch's -100
+        is).
     ablate : sequence of (int, int), optional
         Heads to remove, as in `AttentionOnly.forward`.
 
@@ -304,25 +320,46 @@ def next_token_losses(model: AttentionOnly, tokens, ablate=()):
     """
     if not isinstance(model, AttentionOnly):
         raise TypeError(f"model must be an AttentionOnly, got {type(model).__name__}")
-    t = tokens if isinstance(tokens, torch.Tensor) else torch.as_tensor(np.asarray(tokens))
-    if t.dim() != 2 or t.shape[1] < 2:
+    t = id_tensor(tokens, "tokens", model.vocab, "(batch, n)")   # (batch, n) int64
+    if not 2 <= t.shape[1] <= model.max_len + 1:
         raise ValueError(f"tokens must have shape (batch, n) with n >= 2 (a token to read "
-                         f"and one to predict); got {tuple(t.shape)}")
+                         f"and one to predict) and n - 1 <= max_len = {model.max_len}; got "
+                         f"{tuple(t.shape)}")
     model.eval()
     with torch.no_grad():
         logits, weights = model(t[:, :-1], ablate)                  # (batch, n - 1, vocab)
-        losses = nn.functional.cross_entropy(logits.transpose(1, 2), t[:, 1:].long(),
+        losses = nn.functional.cross_entropy(logits.transpose(1, 2), t[:, 1:],
                                              reduction="none")      # (batch, n - 1)
     return losses.double().numpy(), weights.double().numpy()
 
 
 def _weights(weights) -> np.ndarray:
+    """weights (batch, n_heads, n, n) as float64, checked to be attention weights:
+    at least one sequence, n >= 2, each row >= 0 summing to 1 (or all 0, a masked
+    query) within the rounding of the precision the numbers carry."""
     w = as_real(weights, "weights")
-    if w.ndim != 4 or w.shape[-1] != w.shape[-2] or w.shape[-1] < 2:
-        raise ValueError(f"weights must have shape (batch, n_heads, n, n) with n >= 2, one "
-                         f"row and one column per position; got {w.shape}")
-    require_finite(w, "weights")
+    require_ndim(w, "weights", (4,), "(batch, n_heads, n, n)")
+    if w.shape[-1] != w.shape[-2] or w.shape[-1] < 2 or w.shape[0] == 0:
+        raise ValueError(f"weights must have shape (batch, n_heads, n, n) with batch >= 1 "
+                         f"and n >= 2, one row and one column per position; got {w.shape}")
+    as_distribution(_as_carried(weights, w), "weights")
     return w
+
+
+def _as_carried(weights, w: np.ndarray):
+    """`w` in the narrowest float dtype that holds each of its values exactly, when it
+    arrived as float64: the weights of a float32 or float16 model that
+    `next_token_losses` widened to float64 still sum to 1 only within that
+    dtype's rounding, which `as_distribution` reads from the dtype it gets."""
+    if getattr(weights, "dtype", np.float64) not in (np.float64, torch.float64):
+        return weights                                  # its own dtype says its precision
+    with np.errstate(over="ignore"):
+        if np.array_equal(w.astype(np.float16), w):
+            return w.astype(np.float16)
+    bf16 = torch.from_numpy(w).bfloat16()            # bfloat16's values are all float32's
+    if torch.equal(bf16.double(), torch.from_numpy(w)):
+        return bf16
+    return w.astype(np.float32) if np.array_equal(w.astype(np.float32), w) else w
 
 
 def previous_token_scores(weights) -> np.ndarray:
@@ -333,12 +370,20 @@ def previous_token_scores(weights) -> np.ndarray:
     Parameters
     ----------
     weights : array_like, shape (batch, n_heads, n, n)
-        One layer's attention weights; positions 1..n-1 are averaged.
+        One layer's attention weights, batch >= 1 and n >= 2: each row >= 0
+        and summing to 1 (within the rounding of its dtype); positions
+        1..n-1 are averaged.
 
     Returns
     -------
     ndarray, shape (n_heads,)
-        1 for a head that always looks at the token just before.
+        In [0, 1]; 1 for a head that always looks at the token just before.
+
+    Raises
+    ------
+    ValueError
+        If `weights` has another shape, an empty batch, NaN or inf, a
+        negative weight or a row that does not sum to 1 (or 0).
     """
     w = _weights(weights)
     i = np.arange(1, w.shape[-1])
@@ -356,14 +401,21 @@ def induction_scores(weights, half: int) -> np.ndarray:
     Parameters
     ----------
     weights : array_like, shape (batch, n_heads, n, n)
-        One layer's attention weights; half < n <= 2 half.
+        One layer's attention weights, batch >= 1 and half < n <= 2 half:
+        each row >= 0 and summing to 1 (within the rounding of its dtype).
     half : int
         Tokens in each half.
 
     Returns
     -------
     ndarray, shape (n_heads,)
-        1 for a head that always looks at the token after the first occurrence.
+        In [0, 1]; 1 for a head that always looks at the token after the
+        first occurrence.
+
+    Raises
+    ------
+    ValueError
+        As `previous_token_scores`, and if n does not fit `half`.
     """
     w = _weights(weights)
     half, n = positive_int(half, "half"), w.shape[-1]
@@ -407,18 +459,27 @@ def history(model: AttentionOnly, run: InductionRun, tokens, half: int) -> Histo
     model : AttentionOnly
         The trained model; it holds the last checkpoint again afterwards.
     run : InductionRun
+        With at least one checkpoint.
     tokens : array_like of int, shape (n_sequences, 2 half)
-        Held-out sequences of `repeated_tokens`.
+        Held-out sequences of `repeated_tokens`, ids in [0, vocab).
     half : int
 
     Returns
     -------
     History
     """
-    half, t = integer_at_least(half, "half", 2), np.asarray(tokens)
-    if t.ndim != 2 or t.shape[1] != 2 * half:
+    if not isinstance(model, AttentionOnly):
+        raise TypeError(f"model must be an AttentionOnly, got {type(model).__name__}")
+    if not isinstance(run, InductionRun):
+        raise TypeError(f"run must be the InductionRun of train_induction, got "
+                        f"{type(run).__name__}")
+    if not run.checkpoints:
+        raise ValueError("run must hold at least one checkpoint; run.checkpoints is empty")
+    half = integer_at_least(half, "half", 2)
+    t = id_tensor(tokens, "tokens", model.vocab, "(n_sequences, 2 half)")
+    if t.shape[1] != 2 * half:
         raise ValueError(f"tokens must have shape (n_sequences, 2 half) = (n_sequences, "
-                         f"{2 * half}); got {t.shape}")
+                         f"{2 * half}); got {tuple(t.shape)}")
     out = {k: [] for k in History._fields if k != "steps"}
     try:
         for state in run.checkpoints:

@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 
-from ._checks import generator, positive_int, probability_in
+from ._checks import as_ids, flag, generator, positive_int, probability_in
 
 __all__ = ["WORDS", "VOCAB", "PAD", "BOS", "END", "sentence", "corpus", "is_grammatical",
            "log_prob", "encode", "decode", "attractor_prefixes", "verb_ids"]
@@ -106,41 +106,61 @@ def log_prob(text: str, relative: float = 0.4, adjective: float = 0.3,
     text : str
         A grammatical sentence.
     relative, adjective, transitive : float
-        As in `sentence`.
+        As in `sentence`: probabilities in [0, 1].
 
     Returns
     -------
     float
-        At most 0.
+        At most 0; ``-inf`` if these probabilities cannot draw `text`
+        (``relative=0`` and a sentence with ``that``, for instance).
+
+    Raises
+    ------
+    TypeError
+        If a probability is not a real number (a bool is refused).
+    ValueError
+        If `text` is not grammatical, or a probability is NaN or outside [0, 1].
     """
+    relative, adjective, transitive = _probabilities(relative, adjective, transitive)
     if not is_grammatical(text):
         raise ValueError(f"text must be a grammatical sentence (it has probability 0 "
                          f"otherwise); got {text!r}")
     words = text.split()[:-1]                                       # without END
-    log_p = math.log(0.5)                                           # the subject's number
+    log_p = _log(0.5)                                               # the subject's number
 
     def phrase(i: int) -> tuple[float, int]:
         # determiner (one of 2), maybe an adjective (one of 3), noun (one of 4)
         has_adjective = words[i + 1] in ADJECTIVES
-        lp = math.log(0.5 / 4) + (math.log(adjective / 3) if has_adjective
-                                  else math.log(1 - adjective))
+        lp = _log(0.5 / 4) + (_log(adjective / 3) if has_adjective
+                                   else _log(1 - adjective))
         return lp, i + 2 + has_adjective
 
     def verbs(i: int) -> tuple[float, int]:
         if any(words[i] in WORDS["transitive"][p] for p in (0, 1)):
             lp, j = phrase(i + 1)
-            return math.log(transitive / 3) + math.log(0.5) + lp, j
-        return math.log((1 - transitive) / 2), i + 1
+            return _log(transitive / 3) + _log(0.5) + lp, j
+        return _log((1 - transitive) / 2), i + 1
 
     lp, i = phrase(0)
     log_p += lp
     if words[i] == THAT:
         lp, i = verbs(i + 1)
-        log_p += math.log(relative) + lp
+        log_p += _log(relative) + lp
     else:
-        log_p += math.log(1 - relative)
+        log_p += _log(1 - relative)
     lp, i = verbs(i)
     return log_p + lp
+
+
+def _log(p: float) -> float:
+    """log p, and -inf for p = 0: a choice the probabilities never make."""
+    return math.log(p) if p > 0 else -math.inf
+
+
+def _probabilities(relative, adjective, transitive) -> tuple[float, float, float]:
+    """The three probabilities of `sentence`, each checked to be a real number in [0, 1]."""
+    return tuple(probability_in(p, name) for p, name in (
+        (relative, "relative"), (adjective, "adjective"), (transitive, "transitive")))
 
 
 def _pick(rng: np.random.Generator, words) -> str:
@@ -187,8 +207,7 @@ def sentence(rng, relative: float = 0.4, adjective: float = 0.3,
         Words separated by single spaces, ending in ``" ."``.
     """
     rng = generator(rng)
-    relative, adjective, transitive = (probability_in(p, name) for p, name in (
-        (relative, "relative"), (adjective, "adjective"), (transitive, "transitive")))
+    relative, adjective, transitive = _probabilities(relative, adjective, transitive)
     plural = int(rng.integers(2))
     words = _phrase(rng, plural, adjective)
     if rng.random() < relative:
@@ -241,27 +260,49 @@ def encode(text: str) -> list[int]:
     return [_ID[BOS]] + [_ID[w] for w in text.split()]
 
 
-def decode(ids) -> str:
+def decode(ids) -> str | list[str]:
     """The words of token ids, up to and including the first END; PAD and BOS dropped.
 
     Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
 
     Parameters
     ----------
-    ids : sequence of int, shape (n,)
-        Ids into `VOCAB`.
+    ids : array_like of int, shape (n,) or (batch, n)
+        Ids into `VOCAB`, of any integer dtype (a list, a numpy array or a
+        torch tensor). A batch, such as what `attnbook.lm.generate`
+        returns, is decoded row by row; its rows may differ in length when
+        it is a list of lists.
 
     Returns
     -------
-    str
+    str, or list of str of length batch
         Words separated by single spaces (a sample without END stops where
-        the ids stop, and is not grammatical).
+        the ids stop, and is not grammatical): one string for ids of shape
+        (n,), one per row for a batch, so ``decode(generate(...))`` gives
+        a list of sentences.
+
+    Raises
+    ------
+    TypeError
+        If `ids` is not integers (bools, floats and strings are refused).
+    ValueError
+        If an id lies outside [0, len(VOCAB)), or `ids` has more than two axes.
     """
+    if isinstance(ids, (list, tuple)) and ids and \
+            any(isinstance(r, (list, tuple)) or getattr(r, "ndim", 0) for r in ids):
+        if not all(isinstance(r, (list, tuple)) or getattr(r, "ndim", 0) == 1 for r in ids):
+            raise TypeError(f"ids must be ids, shape (n,), or rows of ids, shape (batch, "
+                            f"n); got a list that mixes ids and rows: {ids!r}")
+        return [_decode_row(as_ids(r, f"ids[{i}]", len(VOCAB), ndim=(1,), layout="(n,)"))
+                for i, r in enumerate(ids)]                  # rows of different lengths
+    a = as_ids(ids, "ids", len(VOCAB), what="len(VOCAB)", ndim=(1, 2),
+               layout="(n,) or (batch, n)")
+    return _decode_row(a) if a.ndim == 1 else [_decode_row(row) for row in a]
+
+
+def _decode_row(ids: np.ndarray) -> str:
     words = []
-    for i in np.asarray(ids).reshape(-1).tolist() if not isinstance(ids, list) else ids:
-        if not isinstance(i, (int, np.integer)) or not 0 <= i < len(VOCAB):
-            raise ValueError(f"ids must be integers in [0, {len(VOCAB) - 1}] (the VOCAB); "
-                             f"got {i!r}")
+    for i in ids.tolist():                                     # ids: (n,), checked
         if VOCAB[i] in (PAD, BOS):
             continue
         words.append(VOCAB[i])
@@ -310,10 +351,12 @@ def verb_ids(plural: bool) -> list[int]:
     Parameters
     ----------
     plural : bool
+        True or False (a numpy bool too); anything else, such as ``"no"``,
+        ``None`` or ``1``, is a TypeError.
 
     Returns
     -------
     list of int
     """
-    p = int(bool(plural))
+    p = int(flag(plural, "plural"))
     return [_ID[w] for w in WORDS["intransitive"][p] + WORDS["transitive"][p]]

@@ -15,14 +15,20 @@ one CPU thread with a seeded torch.Generator, as chapter 13's
 from __future__ import annotations
 
 import contextlib
-import math
 import numbers
 
 import numpy as np
 import torch
 from torch import nn
 
-from ._checks import index_into, integer_at_least, positive_int
+from ._checks import (
+    as_ids,
+    index_into,
+    integer_at_least,
+    positive_int,
+    positive_number,
+)
+from ._checks_torch import as_index_tensor, id_tensor
 from .layer import KVCache
 from .optim import Adam, one_thread
 
@@ -37,12 +43,13 @@ def pad(seqs, side: str = "right", pad_id: int = 0):
     Parameters
     ----------
     seqs : sequence of sequences of int
-        Token ids; each sequence holds at least one.
+        Token ids, of any integer dtype, each in [0, 2**63) (they are
+        stored as int64); each sequence holds at least one.
     side : {"right", "left"}, default "right"
         Where the padding goes: after each sequence (training) or before it
         (generation, so that every sequence ends in the last column).
     pad_id : int, default 0
-        The id written into the padding.
+        The id written into the padding, in [0, 2**63).
 
     Returns
     -------
@@ -50,20 +57,40 @@ def pad(seqs, side: str = "right", pad_id: int = 0):
         n is the length of the longest sequence.
     real : torch.Tensor of bool, shape (batch, n)
         True on the tokens of `seqs`, False on the padding.
+
+    Raises
+    ------
+    TypeError
+        If `seqs` is not a list of sequences, or a sequence holds bools,
+        floats or other non-integers.
+    ValueError
+        If a sequence is empty or not one-dimensional, or an id or `pad_id`
+        is negative or does not fit int64.
     """
+    return _pad(seqs, side, pad_id, "seqs")
+
+
+def _pad(seqs, side: str, pad_id: int, name: str):
+    """`pad`, with `name` for `seqs` in its errors (`generate` calls them prompts)."""
     if side not in ("right", "left"):
         raise ValueError(f"side must be 'right' or 'left', got {side!r}")
     pad_id = integer_at_least(pad_id, "pad_id", 0)
+    if pad_id >= 2 ** 63:
+        raise ValueError(f"pad_id must be an id in [0, 2**63) (ids are stored as int64), "
+                         f"got {pad_id}")
     if isinstance(seqs, (str, bytes, torch.Tensor)) or not hasattr(seqs, "__len__") \
             or not len(seqs):
-        raise TypeError(f"seqs must be a non-empty list of token-id sequences, got "
-                        f"{type(seqs).__name__}")
+        raise TypeError(f"{name} must be a non-empty list of token-id sequences, got "
+                        f"{type(seqs).__name__} {seqs!r}"[:200])
     rows = []
     for i, s in enumerate(seqs):
-        a = np.asarray(s)
-        if a.ndim != 1 or a.size == 0 or a.dtype.kind not in "iu":
-            raise ValueError(f"seqs[{i}] must be a non-empty sequence of integer token ids, "
-                             f"shape (n,); got dtype {a.dtype}, shape {a.shape}")
+        if isinstance(s, numbers.Number) or getattr(s, "ndim", 1) == 0:
+            raise TypeError(f"{name}[{i}] must be a sequence of token ids, shape (n,); got "
+                            f"{type(s).__name__} {s!r}")
+        a = as_ids(s, f"{name}[{i}]", ndim=(1,), layout="(n,)")
+        if a.size == 0:
+            raise ValueError(f"{name}[{i}] must hold at least one token id; got shape "
+                             f"{a.shape}")
         rows.append(a)
     n = max(len(a) for a in rows)
     idx = np.full((len(rows), n), pad_id, dtype=np.int64)            # (batch, n)
@@ -74,7 +101,7 @@ def pad(seqs, side: str = "right", pad_id: int = 0):
     return torch.from_numpy(idx), torch.from_numpy(real)
 
 
-def masked_loss(logits: torch.Tensor, targets: torch.Tensor, real: torch.Tensor):
+def masked_loss(logits: torch.Tensor, targets, real):
     """Cross-entropy averaged over the real targets; padding contributes nothing.
 
     Taught in :doc:`/chapters/15_tiny_language_model` (chapter 15).
@@ -82,8 +109,12 @@ def masked_loss(logits: torch.Tensor, targets: torch.Tensor, real: torch.Tensor)
     Parameters
     ----------
     logits : torch.Tensor, shape (batch, n, vocab)
+        Finite wherever `real` is True (padded positions are not read).
     targets : torch.Tensor of int, shape (batch, n)
-        The token that follows each position.
+        The token that follows each position, of any integer dtype (a
+        numpy array too). Where `real` is True each is an id in
+        [0, vocab); there is no ignored id such as torch's -100: padding is
+        what `real` marks, and the targets under it are not read.
     real : torch.Tensor of bool, shape (batch, n)
         True where the target is a real token, False where it is padding.
 
@@ -91,27 +122,53 @@ def masked_loss(logits: torch.Tensor, targets: torch.Tensor, real: torch.Tensor)
     -------
     torch.Tensor, shape ()
         The mean of ``-log softmax(logits)[target]`` over the real targets.
+
+    Raises
+    ------
+    TypeError
+        If `logits` is not a float tensor, `targets` not integers or `real`
+        not bools.
+    ValueError
+        If the shapes disagree, no target is real, a real target lies
+        outside [0, vocab), or a real position's logits hold NaN or inf.
     """
     if not isinstance(logits, torch.Tensor) or not logits.dtype.is_floating_point \
             or logits.dim() != 3:
         raise TypeError("logits must be a float tensor of shape (batch, n, vocab); got "
                         + (f"dtype {logits.dtype}, shape {tuple(logits.shape)}"
                            if isinstance(logits, torch.Tensor) else type(logits).__name__))
-    expected = tuple(logits.shape[:2])
-    for name, t, ok in (("targets", targets, lambda t: not t.dtype.is_floating_point
-                         and t.dtype != torch.bool),
-                        ("real", real, lambda t: t.dtype == torch.bool)):
-        if not isinstance(t, torch.Tensor) or not ok(t):
-            raise TypeError(f"{name} must be a tensor of "
-                            + ("integer ids" if name == "targets" else "bools")
-                            + f", got {t.dtype if isinstance(t, torch.Tensor) else type(t)}")
-        if tuple(t.shape) != expected:
-            raise ValueError(f"{name} must have shape (batch, n) = {expected} to match "
-                             f"logits {tuple(logits.shape)}; got {tuple(t.shape)}")
+    expected, vocab = tuple(logits.shape[:2]), logits.shape[2]
+    if vocab == 0:
+        raise ValueError(f"logits must hold at least one score per position (vocab >= 1); "
+                         f"got shape {tuple(logits.shape)}")
+    real = _real_mask(real, expected, logits)
     if not real.any():
         raise ValueError("real must mark at least one target as real; the mean over no "
                          "targets is undefined")
-    return nn.functional.cross_entropy(logits[real], targets[real])   # over (n_real, vocab)
+    targets = id_tensor(targets, "targets", vocab, "(batch, n)", shape=expected, where=real,
+                        hint=" where real is True (no id is ignored, as torch's -100 is: "
+                             "mark padding with real=False)")
+    bad = ~torch.isfinite(logits) & real[..., None]                  # (batch, n, vocab)
+    if bad.any():
+        where = tuple(int(i) for i in torch.nonzero(bad)[0])
+        raise ValueError(f"logits must be finite where real is True; found "
+                         f"{logits[where].item()} at index {where} of logits with shape "
+                         f"{tuple(logits.shape)}")
+    return nn.functional.cross_entropy(logits[real], targets[real])  # over (n_real, vocab)
+
+
+def _real_mask(real, expected: tuple[int, int], logits: torch.Tensor) -> torch.Tensor:
+    """`real` as a bool tensor of shape `expected` (batch, n), or raise naming it."""
+    if not isinstance(real, (torch.Tensor, np.ndarray)):
+        raise TypeError(f"real must be a tensor of bools, got {type(real).__name__}")
+    real = as_index_tensor(real, "real", logits.device)
+    if real.dtype != torch.bool:
+        raise TypeError(f"real must be a tensor of bools, got {real.dtype}; for 0/1 values "
+                        f"use real.bool()")
+    if tuple(real.shape) != expected:
+        raise ValueError(f"real must have shape (batch, n) = {expected} to match logits "
+                         f"{tuple(logits.shape)}; got {tuple(real.shape)}")
+    return real
 
 
 def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
@@ -143,16 +200,27 @@ def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
     losses : ndarray, shape (n_steps,)
         The training loss at each step.
     """
+    _module(model)
     steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
-    seed = integer_at_least(seed, "seed", 0)
-    if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not 0 < lr < math.inf:
-        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    seed, lr = integer_at_least(seed, "seed", 0), positive_number(lr, "lr")
     idx, real = pad(seqs)                                           # (n_sequences, n)
     if real.sum(1).min() < 2:
         raise ValueError("every sequence in seqs must hold at least two tokens (an input "
                          "and the token that follows it)")
+    _fits(model, idx, real, "seqs", idx.shape[1] - 1)
+    with torch.no_grad():                  # one sequence, to see what the model returns
+        was = model.training
+        model.eval()
+        out = model(idx[:1, :int(real[0].sum()) - 1])
+        model.train(was)
+    if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], torch.Tensor)
+            and out[0].dim() == 3 and out[0].dtype.is_floating_point):
+        raise TypeError(f"model must return (logits, weights) with logits a float tensor of "
+                        f"shape (batch, n, vocab), as TinyGPT does; it returned "
+                        f"{type(out).__name__}")
+    _fits(model, idx, real, "seqs", None, out[0].shape[-1])
     generator = torch.Generator().manual_seed(seed)
-    adam = Adam(list(model.parameters()), float(lr))
+    adam = Adam(list(model.parameters()), lr)
     losses = np.zeros(steps)
     model.train()
     try:
@@ -168,6 +236,34 @@ def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
     return losses
 
 
+def _module(model, blocks: bool = False) -> None:
+    """Raise TypeError unless `model` is a torch module (with ``blocks``, if asked)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module such as TinyGPT, got "
+                        f"{type(model).__name__}")
+    if blocks and not isinstance(getattr(model, "blocks", None), (nn.ModuleList, list, tuple)):
+        raise TypeError(f"model must have a list of blocks, model.blocks, as TinyGPT does "
+                        f"(one KVCache or head hook per block); {type(model).__name__} has none")
+
+
+def _fits(model, idx: torch.Tensor, real: torch.Tensor, name: str, n_in: int | None,
+          vocab: int | None = None) -> None:
+    """The ids of `name` (padded to idx, real) lie in [0, vocab), vocab = model.vocab
+    unless given, and n_in tokens fit model.max_len (either only if the model has it)."""
+    vocab = getattr(model, "vocab", None) if vocab is None else vocab
+    if isinstance(vocab, int):
+        bad = real & (idx >= vocab)                                  # (batch, n)
+        if bad.any():
+            row, col = (int(i) for i in torch.nonzero(bad)[0])
+            at = col - int((~real[row, :col]).sum())                 # less the left padding
+            raise ValueError(f"{name} must hold ids in [0, vocab) = [0, {vocab}), the "
+                             f"model's vocabulary; {name}[{row}][{at}] is {int(idx[row, col])}")
+    max_len = getattr(model, "max_len", None)
+    if n_in is not None and isinstance(max_len, int) and n_in > max_len:
+        raise ValueError(f"{name} must fit the model's max_len = {max_len}: the longest "
+                         f"sequence gives it n = {n_in} tokens")
+
+
 def last_logits(model: nn.Module, prompts) -> torch.Tensor:
     """The model's scores for the token after each prompt, prompts padded on the left.
 
@@ -179,13 +275,16 @@ def last_logits(model: nn.Module, prompts) -> torch.Tensor:
         Called as ``model(idx, real=real)``, such as
         `attnbook.transformer.TinyGPT`.
     prompts : sequence of sequences of int
-        Token ids, at least one per prompt.
+        Token ids, at least one per prompt, in [0, model.vocab) if the
+        model has ``vocab``.
 
     Returns
     -------
     torch.Tensor, shape (batch, vocab)
     """
-    idx, real = pad(prompts, side="left")                            # (batch, n)
+    _module(model)
+    idx, real = _pad(prompts, "left", 0, "prompts")                  # (batch, n)
+    _fits(model, idx, real, "prompts", idx.shape[1])
     with torch.no_grad():
         logits, _ = model(idx, real=real)                            # (batch, n, vocab)
     return logits[:, -1]
@@ -196,7 +295,11 @@ def _choose(logits: torch.Tensor, temperature: float, generator) -> torch.Tensor
     from softmax(logits / temperature)."""
     if temperature == 0:
         return logits.argmax(-1)                                     # (batch,)
-    probs = torch.softmax(logits.double() / temperature, dim=-1)     # (batch, vocab)
+    scaled = logits.double() / temperature                           # (batch, vocab)
+    if not torch.isfinite(scaled).all():      # a tiny temperature: the gaps to the largest
+        top = logits.double().amax(-1, keepdim=True)                 # score scaled instead,
+        scaled = (logits.double() - top) / temperature               # 0 for the largest
+    probs = torch.softmax(scaled, dim=-1)                            # (batch, vocab)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]    # (batch,)
 
 
@@ -218,13 +321,17 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
     model : attnbook.transformer.TinyGPT
         Or any module with ``blocks`` called as ``model(idx, cache, real)``.
     prompts : sequence of sequences of int
-        Token ids, at least one per prompt.
+        Token ids, at least one per prompt, of any integer dtype; in
+        [0, model.vocab) if the model has ``vocab``.
     n_new : int
         How many tokens to add to each prompt (longest prompt + n_new must
         fit the model's max_len).
     temperature : float, default 1.0
-        Each token is drawn from ``softmax(logits / temperature)``; 0 takes
-        the largest score instead (greedy decoding).
+        Any finite number >= 0. Each token is drawn from
+        ``softmax(logits / temperature)``; 0 takes the largest score
+        instead (greedy decoding), and a temperature so small that
+        ``logits / temperature`` overflows draws among the largest scores
+        only, which is the same choice unless two scores tie.
     seed : int, default 0
         Seeds the torch.Generator the draws come from.
 
@@ -232,15 +339,30 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
     -------
     torch.Tensor of int64, shape (batch, n_new)
         The new tokens; a row keeps going after END, and
-        `attnbook.language.decode` stops at it.
+        `attnbook.language.decode` stops at it: ``decode(generate(...))``
+        is a list of strings, one per prompt.
+
+    Raises
+    ------
+    TypeError
+        If `model` has no ``blocks``, `prompts` is not a list of id
+        sequences, or `temperature` is not a real number.
+    ValueError
+        If a prompt is empty or holds an id outside the vocabulary, the
+        prompts and n_new exceed max_len, `temperature` is negative, NaN or
+        inf, or the model's logits are not finite.
     """
+    _module(model, blocks=True)
     n_new = positive_int(n_new, "n_new")
     seed = integer_at_least(seed, "seed", 0)
-    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) \
-            or not 0 <= temperature < math.inf:
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
+        raise TypeError(f"temperature must be a real number >= 0 (0: greedy), got "
+                        f"{type(temperature).__name__} {temperature!r}")
+    if not 0 <= temperature < np.inf:
         raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got "
                          f"{temperature!r}")
-    idx, real = pad(prompts, side="left")                            # (batch, n)
+    idx, real = _pad(prompts, "left", 0, "prompts")                  # (batch, n)
+    _fits(model, idx, real, "prompts", None)
     max_len = getattr(model, "max_len", None)
     if max_len is not None and idx.shape[1] + n_new - 1 > max_len:
         raise ValueError(f"the longest prompt (n = {idx.shape[1]} tokens) and n_new - 1 = "
@@ -256,6 +378,9 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
             tokens = idx
             for _ in range(n_new):
                 logits, _ = model(tokens, cache, real)               # (batch, n, vocab)
+                if not torch.isfinite(logits[:, -1]).all():
+                    raise ValueError(f"the model's logits must be finite to choose a token; "
+                                     f"at new token {len(new)} they hold NaN or inf")
                 tokens = _choose(logits[:, -1], float(temperature), generator)[:, None]
                 new.append(tokens)                                   # (batch, 1)
                 real = torch.cat([real, torch.ones_like(tokens, dtype=torch.bool)], 1)
@@ -290,11 +415,12 @@ def without_heads(model: nn.Module, heads):
     torch.nn.Module
         The model itself.
     """
+    _module(model, blocks=True)
     if isinstance(heads, (str, bytes)) or not hasattr(heads, "__iter__"):
         raise TypeError(f"heads must be a sequence of (layer, head) pairs, got {heads!r}")
     pairs = []
     for p in heads:
-        if not (isinstance(p, (tuple, list)) and len(p) == 2):
+        if not (isinstance(p, (tuple, list, np.ndarray)) and len(p) == 2):
             raise TypeError(f"heads must be (layer, head) pairs, got {p!r} in heads")
         pairs.append((index_into(p[0], len(model.blocks), "a layer in heads"),
                       index_into(p[1], model.blocks[0].attn.n_heads, "a head in heads")))
