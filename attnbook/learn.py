@@ -376,11 +376,11 @@ def train(model: nn.Module, inputs, target, steps: int = 150, batch_size: int = 
             logits, _ = model(*(x[rows] for x in xs))
             loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                                y[rows].reshape(-1))
-            losses[step] = adam.descend(loss)
-            if not math.isfinite(losses[step]):
-                raise ValueError(f"the training loss is {losses[step]} at step {step}: "
+            if not torch.isfinite(loss.detach()):
+                raise ValueError(f"the training loss is {loss.item()} at step {step}: "
                                  f"training diverged (lr = {lr:g}); use a smaller lr, or "
                                  f"float32 or float64 parameters")
+            losses[step] = adam.descend(loss)
     model.eval()
     return TrainingRun(losses, np.array(marks, dtype=int),
                        np.array(shots) if shots else np.zeros((0,)))

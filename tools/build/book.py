@@ -450,9 +450,11 @@ def start_sphinx(config: Path, output: Path, log_path: Path,
     cmd = [sys.executable, "-c", JUPYTER_BOOK, "build", str(ROOT), "--config", str(config),
            "--path-output", str(output), "-W", "-n", "--keep-going",
            *(["--all"] if everything else [])]
-    log(" ".join(cmd) + "  (in the background)")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=log_path.open("w"),
+    log_file = log_path.open("w")
+    log_file.write("$ " + " ".join(cmd[:2]) + " <JUPYTER_BOOK> " + " ".join(cmd[3:]) + "\n")
+    log_file.flush()
+    proc = subprocess.Popen(cmd, cwd=ROOT, text=True, stdout=log_file,
                             stderr=subprocess.STDOUT)
     proc.started = time.perf_counter()
     proc.log = log_path
@@ -558,22 +560,24 @@ def main() -> int:
     english = builds[0]
     returncode = english.wait()
     output = english.log.read_text()
-    sys.stdout.write(output)
     elapsed = time.perf_counter() - start
     if returncode != 0:
+        sys.stdout.write(output)     # the whole log only when something failed
         for proc in builds[1:]:
             proc.wait()
         explain_failure(output)
         log(f"the strict build FAILED after {elapsed:.0f} s (see the messages above)")
         return returncode
     index = ROOT / "_build" / "html" / "index.html"
-    log(f"built in {elapsed:.0f} s. Open {index.as_uri()}")
+    log(f"English edition built strictly in {elapsed:.0f} s "
+        f"(log: {english.log.relative_to(ROOT)})")
     if not args.english_only:
         status = finish_chinese_edition(builds[1])
         if status:
             return status
         log(f"both editions built in {time.perf_counter() - start:.0f} s")
     stamp.write_text(inputs)        # both builds passed: the next may update in place
+    log(f"open {index.as_uri()}")
     if not offline:
         log("reminder: this build loads KaTeX's stylesheet from a CDN (Node.js/npm was missing)")
     return 0

@@ -157,7 +157,14 @@ def _run_kernel(conn: socket.socket, request: dict, fds: list[int]) -> None:
     threading.Thread(target=exit_with_launcher, daemon=True).start()
     status = 0
     try:
+        import logging
+
         from ipykernel.kernelapp import IPKernelApp
+        # The kernel listens on 127.0.0.1 only, for the one build or test that
+        # started it; ipykernel's warning that TCP is unencrypted is noise to a
+        # reader running `make book` (it printed once per notebook).
+        logging.getLogger("IPKernelApp").addFilter(
+            lambda record: "without encryption" not in record.getMessage())
         IPKernelApp.launch_instance(argv=argv)
     except SystemExit as stop:
         status = stop.code if isinstance(stop.code, int) else 1
