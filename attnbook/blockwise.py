@@ -29,6 +29,10 @@ from .core import scaled_scores
 __all__ = ["blockwise_attention"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
                         causal: bool = False) -> np.ndarray:
     """softmax(scale * Q Kᵀ) V computed one block of keys at a time.

@@ -21,13 +21,16 @@ from torch import nn
 
 from ._checks import as_real, generator, integer_at_least, positive_int, require_finite
 from ._checks_torch import require_finite_result, token_ids
-from .layer import causal_heads, register_causal_mask
+from .layer import causal_heads, register_causal_mask, rope
 from .optim import Adam, one_thread
-from .positions import sinusoidal_positions
 
 __all__ = ["repeated_tokens", "AttentionOnly", "InductionRun", "train_induction",
            "next_token_losses", "previous_token_scores", "induction_scores", "History",
            "history"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def repeated_tokens(rng, n_sequences: int, half: int, vocab: int) -> np.ndarray:
@@ -74,25 +77,13 @@ class _RotaryAttention(nn.Module):
         self.n_heads, self.d_head = n_heads, d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)           # biases: queries and keys
         self.proj = nn.Linear(d_model, d_model, bias=False)  # that do not depend on the token
-        pe = torch.from_numpy(sinusoidal_positions(max_len, self.d_head))  # (max_len, d_head)
-        turn = torch.complex(pe[:, 1::2], pe[:, 0::2])  # pair c at position i: cos + i sin
-        self.register_buffer("turn", turn, persistent=False)       # (max_len, d_head / 2)
         register_causal_mask(self, max_len)                  # mask: (max_len, max_len)
-
-    def _rotate(self, x: torch.Tensor) -> torch.Tensor:
-        """Chapter 11's `rotate`: pair (2c, 2c+1) at position i turned by i w_c,
-        as a product of complex numbers (one multiplication instead of four)."""
-        n, d_head = x.shape[-2], x.shape[-1]
-        turn = self.turn[:n].to(torch.complex128 if x.dtype == torch.float64
-                                else torch.complex64)                  # (n, d_head / 2)
-        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d_head // 2, 2))
-        return torch.view_as_real(pairs * turn).flatten(-2)             # (..., n, d_head)
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor):
         batch, n, d_model = x.shape
         h, d_head = self.n_heads, self.d_head
         qkv = self.qkv(x).view(batch, n, 3, h, d_head).permute(2, 0, 3, 1, 4)
-        q, k = self._rotate(qkv[:2])                                    # (batch, h, n, d_head)
+        q, k = rope(qkv[:2])              # chapter 11's `rotate`: (batch, h, n, d_head)
         heads, weights = causal_heads(q, k, qkv[2], self.mask[:n, :n], x.dtype)
         heads = heads * keep[:, None, None].to(x.dtype)                 # ablated heads give 0
         merged = heads.transpose(1, 2).reshape(batch, n, d_model)       # (batch, n, d_model)

@@ -17,6 +17,10 @@ from .core import softmax
 __all__ = ["gaussian_scores", "nadaraya_watson", "toy_regression_data", "toy_function"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def gaussian_scores(x_query, x_keys, bandwidth: float = 1.0) -> np.ndarray:
     """Attention scores -(x - x_i)² / (2·bandwidth²) of the Gaussian kernel.
 

@@ -3,31 +3,144 @@
 `CausalSelfAttention` is the layer in GPT's layout (one fused ``qkv`` map,
 then ``proj``); `KVCache` holds the keys and values of the tokens seen so
 far, for decoding one token at a time; `causal_heads` is the attention core
-both it and chapter 14's `attnbook.transformer.GroupedQueryAttention` call.
-Each forward returns (output, weights) explicitly; the cache is state the
-caller holds. The three are also reachable as ``attnbook.nn.CausalSelfAttention``,
-``attnbook.nn.KVCache`` and ``attnbook.nn.causal_heads``.
+both it and chapter 14's `attnbook.transformer.GroupedQueryAttention` call;
+`rope` is chapter 11's rotary position embedding in torch, in both layouts.
+Each forward returns the pair ``Attention(output, weights)`` explicitly; the
+cache is state the caller holds. The four are also reachable as
+``attnbook.nn.CausalSelfAttention``, ``attnbook.nn.KVCache``,
+``attnbook.nn.causal_heads`` and ``attnbook.nn.rope``.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
-from ._checks import flag, positive_int
+from ._checks import choice, flag, positive_int, positive_number
 from ._checks_torch import (
+    as_index_tensor,
     check_cache_append,
     float_tensor,
     probability,
     require_finite_result,
     require_finite_scores,
+    require_finite_tensor,
     require_no_underflow,
     require_same_dtype,
     widened,
 )
+from .core import Attention
 
-__all__ = ["CausalSelfAttention", "KVCache", "causal_heads"]
+__all__ = ["CausalSelfAttention", "KVCache", "causal_heads", "rope"]
+
+#: The two layouts of RoPE's pairs of columns (see `rope`).
+ROPE_LAYOUTS = ("adjacent", "half")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def rope(x, positions=None, base: float = 10000.0, layout: str = "adjacent") -> torch.Tensor:
+    """Rotary position embedding (RoPE) in torch: turn each row by its position's angles.
+
+    Taught in :doc:`/chapters/11_positions` (chapter 11); the rotate-half
+    layout in :doc:`/chapters/14_the_whole_block` (chapter 14).
+
+    Pair c of the row at position p turns by the angle p w_c, with
+    w_c = 1 / base^(2c/d), the frequencies of the numpy ``attnbook.rotate``.
+    The layouts differ only in which columns form pair c:
+
+    - ``"adjacent"``: columns 2c and 2c+1, as in the RoPE paper and Meta's
+      LLaMA code (``torch.view_as_complex`` of pairs); equals ``attnbook.rotate``.
+    - ``"half"``: columns c and c + d/2, ``x * cos + rotate_half(x) * sin`` as in
+      Hugging Face's code and GPT-NeoX; equals ``attnbook.rotate_half``.
+
+    The angles, their cos and sin are computed in float64 (numpy's, as in
+    `attnbook.rotate`) and rounded to x's dtype, so float16 and bfloat16
+    work; gradients flow to x. In float32 and float64 the adjacent layout
+    multiplies complex numbers, as LLaMA's code does and chapter 16's model
+    always has (its trained numbers depend on the last bits).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (..., n, d)
+        Queries or keys, one row per token, floating point; d must be even.
+    positions : tensor, array or list of real numbers, shape (n,), optional
+        The position of each row; any shape that broadcasts to x.shape[:-1]
+        with last axis n, e.g. (batch, 1, n) for per-row positions of x
+        (batch, h, n, d). Default: 0, 1, ..., n-1.
+    base : float, default 10000.0
+        A finite number > 0 (10000 in RoPE and LLaMA 2, 500000 in LLaMA 3).
+    layout : {"adjacent", "half"}, default "adjacent"
+        Which columns are paired, as above.
+
+    Returns
+    -------
+    torch.Tensor, shape of x
+        Rotated rows, in x's dtype; rotations keep lengths, and
+        ``rope(q, i) · rope(k, j)`` depends on i and j only through j - i.
+
+    Raises
+    ------
+    TypeError
+        If x is not a floating-point tensor, positions are not real numbers,
+        base is not a number or layout is not a string.
+    ValueError
+        If d is odd, positions do not fit x, layout is not one of the two,
+        or an angle overflows float64.
+    """
+    x = float_tensor(x, "x", 2, "(..., n, d)")
+    n, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"x must have an even width d (RoPE rotates pairs of columns); "
+                         f"got x of shape {tuple(x.shape)}")
+    layout = choice(layout, "layout", ROPE_LAYOUTS)
+    base = positive_number(base, "base")
+    if positions is None:
+        p = torch.arange(n, dtype=torch.float64)                          # (n,)
+    else:
+        p = as_index_tensor(positions, "positions", None)
+        if p.dtype == torch.bool or p.is_complex():
+            raise TypeError(f"positions must hold real numbers, got dtype {p.dtype}")
+        p = p.to("cpu", torch.float64)
+        try:
+            fits = p.dim() >= 1 and p.shape[-1] == n and torch.broadcast_shapes(
+                p.shape, x.shape[:-1]) == x.shape[:-1]
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"positions must have shape (n,) = ({n},), or one that "
+                             f"broadcasts to x.shape[:-1] = {tuple(x.shape[:-1])} with last "
+                             f"axis n; got positions of shape {tuple(p.shape)}")
+        require_finite_tensor(p, "positions")
+    with np.errstate(over="ignore"):
+        w = torch.from_numpy(base ** (-np.arange(0, d, 2) / d))          # (d/2,), float64
+    angles = p[..., None] * w                                             # (..., n, d/2)
+    if not torch.isfinite(angles).all():
+        raise ValueError(f"the angles p / base^(2c/d) overflow float64 for positions up to "
+                         f"{float(p.abs().max()) if p.numel() else 0:g} with base = "
+                         f"{base:g} and d = {d}; use a larger base or smaller positions")
+    angles = angles.numpy()                                               # (..., n, d/2)
+    cos, sin = torch.from_numpy(np.cos(angles)), torch.from_numpy(np.sin(angles))
+    if layout == "adjacent" and x.dtype in (torch.float32, torch.float64):
+        # LLaMA's form: pair c as the complex number x[2c] + i x[2c+1], times e^(i angle)
+        turn = torch.complex(cos, sin).to(x.device, torch.complex128 if x.dtype ==
+                                          torch.float64 else torch.complex64)
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2))  # (..., n, d/2)
+        out = torch.view_as_real(pairs * turn).flatten(-2)                # (..., n, d)
+    else:
+        cos, sin = cos.to(x.device, x.dtype), sin.to(x.device, x.dtype)   # (..., n, d/2)
+        half = d // 2 if layout == "half" else None
+        x1 = x[..., :half] if half else x[..., 0::2]                      # (..., n, d/2)
+        x2 = x[..., half:] if half else x[..., 1::2]
+        first, second = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+        out = torch.cat([first, second], dim=-1) if half else \
+            torch.stack([first, second], dim=-1).flatten(-2)              # (..., n, d)
+    require_finite_result(out, "the rotated x")
+    return out                                                            # (..., n, d)
 
 
 class KVCache:

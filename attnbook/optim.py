@@ -14,6 +14,10 @@ import torch
 __all__ = ["Adam", "one_thread"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 @contextlib.contextmanager
 def one_thread():
     """torch on one thread while the block runs, as the book's training does.

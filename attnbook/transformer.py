@@ -33,6 +33,10 @@ from .layer import (
 __all__ = ["GroupedQueryAttention", "Block", "TinyGPT"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def _heads(d_model, n_heads, n_kv_heads) -> tuple[int, int, int]:
     """Checked (d_model, n_heads, n_kv_heads); n_kv_heads None means n_heads."""
     d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
