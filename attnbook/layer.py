@@ -220,10 +220,19 @@ class CausalSelfAttention(nn.Module):
         buffer covers; GPT-2 uses 1024.
     bias : bool, default True
         Whether the two linear maps have biases (GPT-2's do).
+    rope : {None, "adjacent", "half"}, default None
+        None: no positions inside the layer (GPT-2's are added to the
+        tokens). Otherwise each head's queries and keys are turned by `rope`
+        in that layout, before the keys enter the cache, at the positions
+        the causal mask gives them: n_past, ..., n_past + n - 1, or with a
+        ``key_mask`` the number of real tokens before each.
+    rope_base : float, default 10000.0
+        The base of `rope`'s frequencies.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
-                 max_len: int = 1024, bias: bool = True):
+                 max_len: int = 1024, bias: bool = True, rope: str | None = None,
+                 rope_base: float = 10000.0):
         super().__init__()
         d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
         max_len = positive_int(max_len, "max_len")
@@ -232,6 +241,7 @@ class CausalSelfAttention(nn.Module):
         if probability(dropout) == 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
         bias = flag(bias, "bias")
+        self.rope, self.rope_base = rope_option(rope, rope_base, d_model // n_heads)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
@@ -253,6 +263,8 @@ class CausalSelfAttention(nn.Module):
 
         Returns
         -------
+        Attention
+            The named pair ``(output, weights)``:
         output : torch.Tensor, shape (batch, n, d_model)
         weights : torch.Tensor, shape (batch, n_heads, n, n_k)
             n_k = n without a cache and n_past + n with one. The weights returned
@@ -272,17 +284,19 @@ class CausalSelfAttention(nn.Module):
         q = q.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
         k = k.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
         v = v.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
-        if cache is not None:
-            k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
-        n_k = k.shape[-2]                                       # n_past + n
+        n_k = n_past + n
         # query i sits at position n_past + i and may see keys 0..n_past + i
         allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
         allowed = with_key_mask(allowed, key_mask, batch)       # (n, n_k) or (batch, 1, n, n_k)
+        if self.rope is not None:                               # positions in the scores
+            q, k = rotate_heads(q, k, n_past, key_mask, self.rope, self.rope_base)
+        if cache is not None:
+            k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
         heads, weights = causal_heads(q, k, v, allowed, x.dtype, self.dropout)
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
         output = self.proj(merged)                              # (batch, n, d_model)
         require_finite_result(output, "the output projection proj(heads)")
-        return output, weights
+        return Attention(output, weights)
 
 
 def causal_heads(q, k, v, allowed, dtype, dropout=None):
@@ -304,7 +318,10 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
 
     Returns
     -------
+    Attention
+        The named pair ``(output, weights)``:
     heads : torch.Tensor, shape (batch, h, n, d_head)
+        The output, each head's.
     weights : torch.Tensor, shape (batch, h, n, n_k)
     """
     scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -322,12 +339,42 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
         require_no_underflow(weights, allowed, dtype)
     if dropout is not None:
         weights = dropout(weights)
-    return (weights @ widened(v)).to(dtype), weights.to(dtype)
+    return Attention((weights @ widened(v)).to(dtype), weights.to(dtype))
+
+
+def rope_option(rope, base, d_head: int) -> tuple[str | None, float]:
+    """Checked (rope, rope_base) of a layer: None or a layout of `rope`, and a
+    base > 0; a layout needs an even d_head."""
+    if rope is not None:
+        rope = choice(rope, "rope", ROPE_LAYOUTS)
+        if d_head % 2:
+            raise ValueError(f"rope needs an even head width d_head (it turns pairs of "
+                             f"columns); got d_head = {d_head}")
+    return rope, positive_number(base, "rope_base")
+
+
+def rotate_heads(q, k, n_past: int, key_mask, layout: str, base: float):
+    """q, k (batch, heads, n, d_head) turned by `rope` at their positions: n_past + i,
+    or with a key_mask (batch, n_past + n) the real tokens before each, as
+    TinyGPT counts them. Call after `with_key_mask` has checked key_mask."""
+    n = q.shape[-2]
+    if key_mask is None:
+        positions = torch.arange(n_past, n_past + n)                   # (n,)
+    else:
+        counted = (key_mask.long().cumsum(1) - 1).clamp(min=0)          # (batch, n_past + n)
+        positions = counted[:, None, n_past:].cpu()                     # (batch, 1, n)
+    return (rope(q, positions, base, layout),
+            rope(k, positions, base, layout))                           # (batch, ., n, d_head)
 
 
 def register_causal_mask(module: nn.Module, max_len: int) -> None:
     """Give `module` the boolean buffer ``mask`` of shape (max_len, max_len), True
-    = may attend (query i sees keys 0 to i); it is not saved in the state dict."""
+    = may attend (query i sees keys 0 to i); it is not saved in the state dict.
+
+    The layers slice it as ``mask[n_past:n_past + n, :n_past + n]``: the n new
+    queries are the last of the n_past + n tokens, so the slice is the
+    bottom-right alignment of `attnbook.core.causal_mask`, by construction;
+    without a cache (n_past = 0) both alignments agree."""
     module.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
                            persistent=False)
 
