@@ -47,18 +47,20 @@ _SUBMODULES = ("analysis", "bugs", "examples", "explorers", "figure_text", "glue
                "induction", "language", "layer", "learn", "lm", "multihead", "nn", "optim",
                "plots", "transformer")
 
-_EAGER = ["softmax", "masked_softmax", "valid_lens_mask", "scaled_dot_product_attention",
-          "self_attention", "Attention", "SelfAttention", "causal_mask", "gaussian_scores",
-          "nadaraya_watson", "toy_function", "toy_regression_data", "additive_scores",
-          "sinusoidal_positions", "rotate", "rotate_half", "blockwise_attention"]
-
-#: The modules imported here, which are attributes of the package from the start.
-_NUMPY_MODULES = ("blockwise", "core", "kernel", "positions", "scoring")
-
-#: What a reader may use: the numpy core, the short paths and the modules.
-#: ``from attnbook import *`` therefore loads every module, torch included;
-#: ``import attnbook`` loads only the numpy core.
-__all__ = sorted([*_EAGER, *_LAZY, *_NUMPY_MODULES, *_SUBMODULES])
+#: What a reader may use: the numpy core, the short paths (`_LAZY`) and the
+#: modules, in alphabetical order. ``from attnbook import *`` therefore loads
+#: every module, torch included; ``import attnbook`` loads only the numpy core.
+__all__ = ["AdditiveAttention", "Attention", "Block", "CausalSelfAttention",
+           "DotProductAttention", "GroupedQueryAttention", "KVCache", "MultiHead",
+           "NWKernelRegression", "SelfAttention", "TinyGPT", "additive_scores",
+           "analysis", "blockwise", "blockwise_attention", "bugs", "causal_heads",
+           "causal_mask", "core", "examples", "explorers", "figure_text",
+           "gaussian_scores", "glue", "induction", "kernel", "language", "layer",
+           "learn", "lm", "masked_softmax", "merge_heads", "multi_head_attention",
+           "multihead", "nadaraya_watson", "nn", "optim", "plots", "positions", "rope",
+           "rotate", "rotate_half", "scaled_dot_product_attention", "scoring",
+           "self_attention", "sinusoidal_positions", "softmax", "split_heads",
+           "toy_function", "toy_regression_data", "transformer", "valid_lens_mask"]
 
 
 def __getattr__(name: str):

@@ -26,9 +26,9 @@ import numpy as np
 from ._checks import (
     ALIGNMENTS,
     as_mask,
-    choice,
     as_real,
     axis_index,
+    choice,
     positive_int,
     positive_number,
     require_finite,
