@@ -92,7 +92,8 @@ def d2l_masked_softmax(X: torch.Tensor, valid_lens: torch.Tensor) -> torch.Tenso
 @given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 5), st.booleans(), st.data())
 def test_valid_lens_agree_with_d2l_and_with_a_loop(batch, n_q, n_k, per_query, data):
     shape = (batch, n_q) if per_query else (batch,)
-    dtype = data.draw(st.sampled_from([np.int8, np.uint8, np.int32, np.int64, np.uint64]))
+    dtype = data.draw(st.sampled_from([np.int8, np.uint8, np.int16, np.uint16, np.int32,
+                                       np.uint32, np.int64, np.uint64]))
     lens = data.draw(hnp.arrays(dtype, shape, elements=st.integers(0, n_k)), label="lens")
     rng = np.random.default_rng(batch * 100 + n_q * 10 + n_k)
     Q, K, V = (rng.normal(size=(batch, n, 3)) for n in (n_q, n_k, n_k))
@@ -100,7 +101,7 @@ def test_valid_lens_agree_with_d2l_and_with_a_loop(batch, n_q, n_k, per_query, d
     per = lens if per_query else np.repeat(lens[:, None], n_q, axis=1)
     loop = [[[j < per[b][i] for j in range(n_k)] for i in range(n_q)] for b in range(batch)]
     np.testing.assert_array_equal(mask, loop)
-    np.testing.assert_array_equal(abnn.valid_lens_mask(torch.as_tensor(lens.astype(np.int64)),
+    np.testing.assert_array_equal(abnn.valid_lens_mask(torch.as_tensor(lens),   # any dtype
                                                        (batch, n_q, n_k)).numpy(), loop)
     ours = ab.scaled_dot_product_attention(Q, K, V, valid_lens=lens).weights
     theirs = d2l_masked_softmax(t(Q) @ t(K).transpose(1, 2) / math.sqrt(3),

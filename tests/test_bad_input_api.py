@@ -40,6 +40,9 @@ CASES = [
         torch.tensor([True]), (1, 3, 4)), TypeError, ["valid_lens", "integers", "bool"]),
     ("torch valid_lens_mask above n_k", lambda: abnn.valid_lens_mask(
         torch.tensor([5]), (1, 3, 4)), ValueError, ["valid_lens", "[0, 4]", "5"]),
+    ("torch valid_lens_mask of uint64 above n_k", lambda: abnn.valid_lens_mask(
+        np.array([2**63], dtype=np.uint64), (1, 3, 4)), ValueError,
+     ["valid_lens", "[0, 4]", "9223372036854775808"]),
     ("torch valid_lens_mask with a shape of bools", lambda: abnn.valid_lens_mask(
         [1], (True, 4)), TypeError, ["shape", "(True, 4)"]),
     # the causal alignment
