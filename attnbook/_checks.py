@@ -86,6 +86,21 @@ def flag(x, name: str) -> bool:
     raise TypeError(f"{name} must be True or False (a bool), got {type(x).__name__} {x!r}")
 
 
+def choice(x, name: str, options: tuple[str, ...]) -> str:
+    """Return `x` if it is one of the strings `options`; else a TypeError (not a
+    string) or a ValueError (another string) that lists them."""
+    listed = " or ".join(repr(o) for o in options)
+    if not isinstance(x, str):
+        raise TypeError(f"{name} must be {listed}, got {type(x).__name__} {x!r}")
+    if x not in options:
+        raise ValueError(f"{name} must be {listed}, got {x!r}")
+    return x
+
+
+#: The two ways to align a causal mask when n_q != n_k (see core.causal_mask).
+ALIGNMENTS = ("top-left", "bottom-right")
+
+
 def require_finite(a: np.ndarray, name: str, allow_neg_inf: bool = False) -> None:
     """Raise ValueError if `a` holds NaN or infinity (or only NaN/+inf)."""
     bad = np.isnan(a) | (a == np.inf)

@@ -124,6 +124,12 @@ def valid_lens_to_mask(valid_lens: torch.Tensor, shape: torch.Size) -> torch.Ten
     if valid_lens.dtype.is_floating_point or valid_lens.dtype.is_complex \
             or valid_lens.dtype == torch.bool:
         raise TypeError(f"valid_lens must hold integers, got dtype {valid_lens.dtype}")
+    if valid_lens.dtype in (torch.uint16, torch.uint32, torch.uint64):   # torch has no min
+        wide = valid_lens.cpu().numpy()                                  # or max for these
+        if wide.size and wide.max() > n_k:
+            raise ValueError(f"valid_lens must lie in [0, n_k] = [0, {n_k}]; got values up "
+                             f"to {int(wide.max())}")
+        valid_lens = torch.from_numpy(wide.astype(np.int64)).to(valid_lens.device)
     if tuple(valid_lens.shape) == tuple(shape[:-1]):
         lens = valid_lens[..., None]
     elif len(shape) >= 2 and tuple(valid_lens.shape) == tuple(shape[:-2]):

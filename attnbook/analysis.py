@@ -11,6 +11,10 @@ from .core import softmax
 __all__ = ["softmax_jacobian", "entropy", "dk_statistics", "score_variance"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def softmax_jacobian(p) -> np.ndarray:
     """Jacobian of softmax at its output α (the argument p): ∂α_i/∂s_j = α_i (δ_ij − α_j).
 

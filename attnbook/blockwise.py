@@ -7,8 +7,9 @@ weighted sum of values, and rescales the last two by exp(m_old - m_new)
 whenever the maximum grows. The largest temporary is (..., n_q, block_size).
 With causal=True the causal mask is made inside each block from the query and
 key positions, as FlashAttention does, so no (n_q, n_k) array exists either;
-query i stands at position i (top-left alignment, the wrong one for cached
-decoding: see `blockwise_attention`).
+query i stands at position i by default (top-left alignment, the wrong one
+for cached decoding: see `blockwise_attention`), or at n_k - n_q + i with
+``align="bottom-right"``.
 """
 from __future__ import annotations
 
@@ -25,13 +26,17 @@ from ._checks import (
     require_finite_scores,
     require_ndim,
 )
-from .core import scaled_scores
+from .core import causal_offset, scaled_scores
 
 __all__ = ["blockwise_attention"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
-                        causal: bool = False) -> np.ndarray:
+                        causal: bool = False, align: str = "top-left") -> np.ndarray:
     """softmax(scale * Q Kᵀ) V computed one block of keys at a time.
 
     Taught in :doc:`/chapters/12_attention_layer` (chapter 12).
@@ -55,15 +60,18 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
         Defaults to 1/sqrt(d_k).
     causal : bool, default False
         Query i may attend to keys 0..i only, as with ``causal_mask(n_q, n_k)``,
-        but the mask is computed per block from the positions. Queries and
-        keys are aligned at the top left: query i stands at position i. That
-        is right when Q and K come from the same tokens (n_q = n_k), and wrong
-        for cached decoding, where the n_q new queries stand at positions
-        n_k - n_q, ..., n_k - 1 (aligned at the bottom right): there a single
-        new query needs ``causal=False``, and several need a ``mask``. A block
-        is skipped only if it starts at or after key n_q, which no query sees;
-        with n_q = n_k none is, and every block is scored in full before the
-        keys above the diagonal are masked. Combines with ``mask``.
+        but the mask is computed per block from the positions. Combines with
+        ``mask``.
+    align : {"top-left", "bottom-right"}, default "top-left"
+        Where the queries stand when n_q != n_k, as in `causal_mask` (only
+        read with ``causal=True``). ``"top-left"``, the default as in torch's
+        ``is_causal``: query i stands at position i, right when Q and K come
+        from the same tokens (n_q = n_k) and wrong for cached decoding, where
+        the n_q new queries stand at positions n_k - n_q, ..., n_k - 1: that
+        is ``"bottom-right"``, under which one new query sees every key. A
+        block is skipped only if no query sees it: top-left, one that starts
+        at or after key n_q; with n_q = n_k none is, and every block is
+        scored in full before the keys above the diagonal are masked.
 
     Returns
     -------
@@ -110,7 +118,8 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
     scale = 1.0 / np.sqrt(d_k) if scale is None else positive_number(scale, "scale")
     allowed = None if mask is None else as_mask(mask, "mask", batch + (n_q, n_k))
     causal = flag(causal, "causal")
-    query_pos = np.arange(n_q)[:, None]                # (n_q, 1)
+    offset = causal_offset(n_q, n_k, align)           # query i stands at i + offset
+    query_pos = np.arange(n_q)[:, None] + offset       # (n_q, 1)
 
     e_v = int(np.frexp(np.abs(V).max(initial=0.0))[1])
     V = np.ldexp(V, -e_v)                             # |V| <= 1 (exact): acc cannot overflow
@@ -118,7 +127,7 @@ def blockwise_attention(Q, K, V, block_size: int, mask=None, scale=None,
     total = np.zeros(batch + (n_q, 1))                # running sum of exp(score - m)
     acc = np.zeros(batch + (n_q, V.shape[-1]))        # running sum of exp(score - m) * value
     for start in range(0, n_k, block_size):
-        if causal and start >= n_q:                   # no query sees these keys
+        if causal and start >= n_q + offset:          # no query sees these keys
             break
         stop = min(start + block_size, n_k)
         s = scaled_scores(Q, K[..., start:stop, :], scale)             # (..., n_q, b)

@@ -19,6 +19,10 @@ __all__ = ["softmax_over_queries", "mask_after_softmax", "multiply_by_sqrt_d",
            "float16_additive_mask", "queries_equal_keys", "BUGS"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def _checked(Q, K, mask=None, needs_mask=False):
     """Q, K as float64 (n_q, d_k), (n_k, d_k), and the mask broadcast to (n_q, n_k).
 

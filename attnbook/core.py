@@ -10,6 +10,12 @@ Conventions (the same as torch >= 2.5 scaled_dot_product_attention on the CPU):
 - a masked position gets weight exactly 0;
 - a row whose keys are all masked gets all-zero weights, so its output is 0.
 Everything is computed in float64.
+
+Every attention function of attnbook returns an `Attention`, the named pair
+``(output, weights)``, so ``out, w = f(...)`` and ``f(...).weights`` both
+work; a function that computes more (`self_attention`, chapter 10's
+``multi_head_attention``) returns a subclass that keeps the intermediate
+steps as attributes.
 """
 from __future__ import annotations
 
@@ -18,9 +24,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ._checks import (
+    ALIGNMENTS,
     as_mask,
     as_real,
     axis_index,
+    choice,
     positive_int,
     positive_number,
     require_finite,
@@ -28,8 +36,12 @@ from ._checks import (
     require_ndim,
 )
 
-__all__ = ["softmax", "masked_softmax", "scaled_dot_product_attention",
-           "self_attention", "causal_mask", "SelfAttention"]
+__all__ = ["softmax", "masked_softmax", "valid_lens_mask", "scaled_dot_product_attention",
+           "self_attention", "causal_mask", "Attention", "SelfAttention"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def softmax(x, axis: int = -1, temperature: float = 1.0) -> np.ndarray:
@@ -131,8 +143,53 @@ def masked_softmax(scores, mask=None, valid_lens=None, axis: int = -1) -> np.nda
     return _softmax(np.where(allowed, scores, -np.inf), ax)
 
 
+def valid_lens_mask(valid_lens, shape) -> np.ndarray:
+    """The boolean mask that valid lengths stand for: True for keys 0..len-1.
+
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9).
+
+    d2l's convention (``d2l.masked_softmax(X, valid_lens)``): a length per
+    row of the batch is shared by all its queries, a length per query is
+    its own. ``masked_softmax(scores, valid_lens=lens)`` is
+    ``masked_softmax(scores, mask=valid_lens_mask(lens, scores.shape))``;
+    where d2l puts -1e6 on the masked scores, this mask gives them weight
+    exactly 0, and a length of 0 gives a zero row (d2l: a uniform one).
+
+    Parameters
+    ----------
+    valid_lens : array_like of int, shape (...) or (..., n_q)
+        Integers in [0, n_k] of any integer dtype (a torch tensor too): one
+        per row of the batch, shape ``shape[:-2]``, or one per query, shape
+        ``shape[:-1]``.
+    shape : tuple of int
+        The shape (..., n_q, n_k) of the scores the mask is for; a 1-tuple
+        (n_k,) takes one length of shape ().
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (..., n_q, n_k)
+        ``mask[..., i, j]`` is True where j < the length of query i.
+
+    Raises
+    ------
+    TypeError
+        If `valid_lens` does not hold integers (bool and float are refused)
+        or `shape` is not a tuple of integers.
+    ValueError
+        If `valid_lens` has neither shape, or a length lies outside [0, n_k].
+    """
+    if not isinstance(shape, (tuple, list)) or not shape or not all(
+            isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+            and n >= 0 for n in shape):
+        raise TypeError(f"shape must be a non-empty tuple of integers >= 0, the shape "
+                        f"(..., n_q, n_k) of the scores; got {shape!r}")
+    shape = tuple(int(n) for n in shape)
+    return np.broadcast_to(_valid_lens_mask(valid_lens, shape), shape).copy()
+
+
 def _valid_lens_mask(valid_lens, shape: tuple[int, ...]) -> np.ndarray:
-    """Boolean mask of `shape` = (..., n_q, n_k) from per-row or per-query lengths."""
+    """Boolean mask broadcastable to `shape` = (..., n_q, n_k) from per-row or
+    per-query lengths, checked."""
     n_k = shape[-1]
     lens = np.asarray(valid_lens.detach().cpu().numpy()
                       if hasattr(valid_lens, "detach") else valid_lens)
@@ -154,13 +211,51 @@ def _valid_lens_mask(valid_lens, shape: tuple[int, ...]) -> np.ndarray:
     return np.arange(n_k) < lens                             # (..., n_q, n_k)
 
 
-class SelfAttention(NamedTuple):
-    """Every intermediate of one self-attention step (see `self_attention`).
+class Attention(NamedTuple):
+    """What an attention function returns: the pair (output, weights).
 
-    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+    Taught in :doc:`/chapters/04_softmax_attention` (chapter 4).
+
+    A named tuple, so ``output, weights = scaled_dot_product_attention(...)``
+    and ``result.weights`` both work. Every attention function and layer of
+    attnbook returns one: numpy arrays here, torch tensors from the torch
+    layers (`attnbook.nn`). Those that compute more return a subclass
+    (`SelfAttention`, ``attnbook.multihead.MultiHead``) that is still this
+    pair and keeps the intermediate steps as attributes.
 
     Parameters
     ----------
+    output : ndarray or torch.Tensor, shape (..., n_q, d_v)
+        The weighted averages of the values.
+    weights : ndarray or torch.Tensor, shape (..., n_q, n_k)
+        Rows sum to 1 (or 0 if fully masked).
+    """
+    output: np.ndarray   # (..., n_q, d_v)
+    weights: np.ndarray  # (..., n_q, n_k)
+
+    def __getnewargs_ex__(self):            # pickle and copy: a subclass's steps too
+        return tuple(self), dict(getattr(self, "__dict__", {}))
+
+    def __repr__(self) -> str:
+        steps = getattr(self, "__dict__", {})
+        return f"{type(self).__name__}(" + ", ".join(
+            f"{k}={v!r}" for k, v in {**self._asdict(), **steps}.items()) + ")"
+
+
+class SelfAttention(Attention):
+    """(output, weights) of one self-attention step, with its steps Q, K, V, scores.
+
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+
+    An `Attention`: ``output, weights = self_attention(...)`` unpacks the
+    pair, and the intermediates are attributes.
+
+    Parameters
+    ----------
+    output : ndarray, shape (..., n, d_v)
+        weights @ V.
+    weights : ndarray, shape (..., n, n)
+        Rows sum to 1 (or 0 if fully masked).
     Q : ndarray, shape (..., n, d_k)
         The queries, X @ W_q.
     K : ndarray, shape (..., n, d_k)
@@ -169,26 +264,29 @@ class SelfAttention(NamedTuple):
         The values, X @ W_v.
     scores : ndarray, shape (..., n, n)
         Scaled, before the softmax.
-    weights : ndarray, shape (..., n, n)
-        Rows sum to 1 (or 0 if fully masked).
-    output : ndarray, shape (..., n, d_v)
-        weights @ V.
     """
     Q: np.ndarray        # (..., n, d_k)
     K: np.ndarray        # (..., n, d_k)
     V: np.ndarray        # (..., n, d_v)
     scores: np.ndarray   # (..., n, n), scaled, before the softmax
-    weights: np.ndarray  # (..., n, n), rows sum to 1 (or 0 if fully masked)
-    output: np.ndarray   # (..., n, d_v)
+
+    def __new__(cls, output, weights, *, Q, K, V, scores):
+        self = super().__new__(cls, output, weights)
+        vars(self).update(Q=Q, K=K, V=V, scores=scores)
+        return self
+
+    def _replace(self, **fields):
+        """A copy with some fields or steps replaced; the others are kept."""
+        return type(self)(**{**self._asdict(), **vars(self), **fields})
 
 
-def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
+def scaled_dot_product_attention(Q, K, V, mask=None, scale=None, valid_lens=None) -> Attention:
     """softmax(scale * Q Kᵀ) V, with an optional boolean mask.
 
     Taught in :doc:`/chapters/04_softmax_attention` (chapter 4).
 
     A query whose keys are all masked gets zero weights and a zero output.
-    Only the mask makes a weight row zero.
+    Only the mask (or a valid length of 0) makes a weight row zero.
 
     Parameters
     ----------
@@ -199,13 +297,18 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
         True = may attend.
     scale : float, optional
         Defaults to 1/sqrt(d_k); ``scale=1.0`` gives plain dot-product attention.
+    valid_lens : array_like of int, shape (...) or (..., n_q), optional
+        Query i sees keys 0..len-1 only, d2l's ``valid_lens``: one length in
+        [0, n_k] per row of the batch or per query, as in `valid_lens_mask`
+        (a single query (d_k,) takes a length of shape (...)). Combines with
+        ``mask``.
 
     Returns
     -------
-    output : ndarray, shape (..., n_q, d_v)
-    weights : ndarray, shape (..., n_q, n_k)
-        A single query drops the n_q axis and scalar values drop the d_v axis,
-        so q (d_k,) with V (n_k,) gives a scalar output.
+    Attention
+        ``Attention(output, weights)``: output (..., n_q, d_v), weights
+        (..., n_q, n_k). A single query drops the n_q axis and scalar values
+        drop the d_v axis, so q (d_k,) with V (n_k,) gives a scalar output.
 
     Raises
     ------
@@ -215,8 +318,9 @@ def scaled_dot_product_attention(Q, K, V, mask=None, scale=None):
         (inputs near 1e154 and beyond): the message names the query row and
         key, where a plain softmax would turn them into a zero row.
     """
-    _, weights, output = _attend(Q, K, V, mask, scale, names=("Q", "K", "V"))
-    return output, weights
+    _, weights, output = _attend(Q, K, V, mask, scale, names=("Q", "K", "V"),
+                                 valid_lens=valid_lens)
+    return Attention(output, weights)
 
 
 def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
@@ -240,8 +344,9 @@ def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
     Returns
     -------
     SelfAttention
-        ``SelfAttention(Q, K, V, scores, weights, output)``; scores are already
-        scaled and taken before the softmax.
+        The pair ``(output, weights)``, output (..., n, d_v) and weights
+        (..., n, n), with the attributes ``Q``, ``K``, ``V`` and ``scores``
+        (already scaled, taken before the softmax).
     """
     X = as_real(X, "X")
     require_ndim(X, "X", ">=2", "(..., n, d_model)")
@@ -265,10 +370,10 @@ def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
         Q, K, V = X @ W_q, X @ W_k, X @ W_v      # (..., n, d_k), (..., n, d_k), (..., n, d_v)
     scores, weights, output = _attend(Q, K, V, mask, scale,
                                       names=("X @ W_q", "X @ W_k", "X @ W_v"))
-    return SelfAttention(Q, K, V, scores, weights, output)
+    return SelfAttention(output, weights, Q=Q, K=K, V=V, scores=scores)
 
 
-def _attend(Q, K, V, mask, scale, names):
+def _attend(Q, K, V, mask, scale, names, valid_lens=None):
     """Checked attention; returns (scores, weights, output)."""
     nq, nk, nv = names
     Q, K, V = as_real(Q, nq), as_real(K, nk), as_real(V, nv)
@@ -309,6 +414,11 @@ def _attend(Q, K, V, mask, scale, names):
         allowed = as_mask(mask, "mask", shown)
         if one_query:
             allowed = allowed[..., None, :]
+    if valid_lens is not None:
+        lens = _valid_lens_mask(valid_lens, scores_shape[:-2] + (n_k,) if one_query
+                                else scores_shape)
+        lens = lens[..., None, :] if one_query else lens
+        allowed = lens if allowed is None else allowed & lens
 
     scores = scaled_scores(Q2, K, scale)                     # (..., n_q, n_k)
     require_finite_scores(scores, allowed, f"scale * {nq} @ {nk}ᵀ must be finite where the "
@@ -348,13 +458,27 @@ def scaled_scores(Q: np.ndarray, K: np.ndarray, scale: float) -> np.ndarray:
     return np.where(np.isfinite(scores), scores, again)
 
 
-def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
-    """Boolean mask, True where query i may look at key j (j <= i).
+def causal_mask(n_q: int, n_k: int | None = None, align: str = "top-left") -> np.ndarray:
+    """Boolean mask, True where query i may look at key j.
 
-    Taught in :doc:`/chapters/07_self_attention` (chapter 7).
+    Taught in :doc:`/chapters/07_self_attention` (chapter 7); the two
+    alignments: :doc:`/chapters/12_attention_layer` (chapter 12).
 
-    For n_q != n_k the mask is aligned top-left, like torch's
-    ``scaled_dot_product_attention(is_causal=True)``: query i sees keys 0..i.
+    With n_q = n_k both alignments are the lower triangle, j <= i. They
+    differ when n_q != n_k:
+
+    - ``"top-left"`` (the default): query i stands at position i and sees
+      keys 0..i, like torch's ``scaled_dot_product_attention(is_causal=True)``.
+      Right when the queries are the first n_q of the keys' tokens.
+    - ``"bottom-right"``: the queries are the *last* n_q tokens, so query i
+      stands at position i + n_k - n_q and sees keys 0..i + n_k - n_q, like
+      torch's ``torch.nn.attention.bias.causal_lower_right``. This is cached
+      decoding: one new query (n_q = 1) sees every key. With n_q > n_k the
+      first n_q - n_k rows see no key.
+
+    The default stays top-left because it is torch's ``is_causal`` and what
+    chapters 7-12 build on; chapter 12's exercise on decoding shows the trap
+    it sets for a single new query, which ``align="bottom-right"`` avoids.
 
     Parameters
     ----------
@@ -362,12 +486,22 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
         Number of queries, a positive integer.
     n_k : int, optional
         Number of keys, a positive integer; defaults to n_q.
+    align : {"top-left", "bottom-right"}, default "top-left"
+        Where the diagonal starts when n_q != n_k, as above.
 
     Returns
     -------
     ndarray of bool, shape (n_q, n_k)
+        ``mask[i, j]`` is ``j <= i`` (top-left) or ``j <= i + n_k - n_q``
+        (bottom-right).
     """
     n_q = positive_int(n_q, "n_q")
     n_k = n_q if n_k is None else positive_int(n_k, "n_k")
-    return np.tril(np.ones((n_q, n_k), dtype=bool))
+    offset = causal_offset(n_q, n_k, align)
+    return np.tril(np.ones((n_q, n_k), dtype=bool), k=offset)
 
+
+def causal_offset(n_q: int, n_k: int, align) -> int:
+    """The checked `align`'s diagonal: key j is seen by query i if j <= i + offset."""
+    align = choice(align, "align", ALIGNMENTS)
+    return 0 if align == "top-left" else n_k - n_q

@@ -14,6 +14,10 @@ from ._checks import as_real, require_finite, require_ndim
 __all__ = ["FRUIT_TABLE", "FRUIT_WEIGHTS", "WORDS", "WORD_GROUPS", "ANALOGY",
            "WorkedExample", "I_AM_GOOD", "KARIM", "word_matrix"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 #: The lookup table (key -> value) of Jay Mody's "An Intuition for Attention".
 FRUIT_TABLE = {"apple": 10.0, "banana": 5.0, "chair": 2.0}
 

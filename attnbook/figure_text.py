@@ -40,6 +40,10 @@ if TYPE_CHECKING:
 __all__ = ["template", "needs_translation", "translate", "texts", "translated", "catalogue",
            "figure_bundle"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 #: Environment variable naming the build's JSON catalogue:
 #: ``{"language": "zh_CN", "font": path, "messages": {msgid: msgstr}}``.
 CATALOGUE_ENV = "ATTNBOOK_FIGURE_CATALOGUE"

@@ -5,6 +5,10 @@ import numpy as np
 
 __all__ = ["glue"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 #: The mime-type prefix under which myst-nb looks for glued values
 #: (myst_nb.ext.glue.GLUE_PREFIX).
 GLUE_PREFIX = "application/papermill.record/"

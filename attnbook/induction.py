@@ -28,13 +28,16 @@ from ._checks import (
     require_ndim,
 )
 from ._checks_torch import id_tensor, require_finite_result
-from .layer import causal_heads, register_causal_mask
+from .layer import causal_heads, register_causal_mask, rope
 from .optim import Adam, one_thread
-from .positions import sinusoidal_positions
 
 __all__ = ["repeated_tokens", "AttentionOnly", "InductionRun", "train_induction",
            "next_token_losses", "previous_token_scores", "induction_scores", "History",
            "history"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def repeated_tokens(rng, n_sequences: int, half: int, vocab: int) -> np.ndarray:
@@ -81,28 +84,13 @@ class _RotaryAttention(nn.Module):
         self.n_heads, self.d_head = n_heads, d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model)           # biases: queries and keys
         self.proj = nn.Linear(d_model, d_model, bias=False)  # that do not depend on the token
-        pe = torch.from_numpy(sinusoidal_positions(max_len, self.d_head))  # (max_len, d_head)
-        turn = torch.stack([pe[:, 1::2], pe[:, 0::2]], -1)  # pair c at i: (cos, sin)
-        # real, not complex: module.to(torch.float16) would drop a complex buffer's sines
-        self.register_buffer("turn", turn, persistent=False)    # (max_len, d_head / 2, 2)
         register_causal_mask(self, max_len)                  # mask: (max_len, max_len)
-
-    def _rotate(self, x: torch.Tensor) -> torch.Tensor:
-        """Chapter 11's `rotate`: pair (2c, 2c+1) at position i turned by i w_c,
-        as a product of complex numbers (one multiplication instead of four)."""
-        n, d_head, dtype = x.shape[-2], x.shape[-1], x.dtype
-        if dtype in (torch.float16, torch.bfloat16):  # no complex bfloat16: turned in float32
-            x = x.float()
-        turn = torch.view_as_complex(self.turn[:n].double()).to(
-            torch.complex128 if x.dtype == torch.float64 else torch.complex64)  # (n, d_head/2)
-        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d_head // 2, 2))
-        return torch.view_as_real(pairs * turn).flatten(-2).to(dtype)   # (..., n, d_head)
 
     def forward(self, x: torch.Tensor, keep: torch.Tensor):
         batch, n, d_model = x.shape
         h, d_head = self.n_heads, self.d_head
         qkv = self.qkv(x).view(batch, n, 3, h, d_head).permute(2, 0, 3, 1, 4)
-        q, k = self._rotate(qkv[:2])                                    # (batch, h, n, d_head)
+        q, k = rope(qkv[:2])              # chapter 11's `rotate`: (batch, h, n, d_head)
         heads, weights = causal_heads(q, k, qkv[2], self.mask[:n, :n], x.dtype)
         heads = heads * keep[:, None, None].to(x.dtype)                 # ablated heads give 0
         merged = heads.transpose(1, 2).reshape(batch, n, d_model)       # (batch, n, d_model)

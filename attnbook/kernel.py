@@ -12,9 +12,13 @@ import numbers
 import numpy as np
 
 from ._checks import as_real, first_index, generator, positive_number, require_finite, require_ndim
-from .core import softmax
+from .core import Attention, softmax
 
 __all__ = ["gaussian_scores", "nadaraya_watson", "toy_regression_data", "toy_function"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def gaussian_scores(x_query, x_keys, bandwidth: float = 1.0) -> np.ndarray:
@@ -86,6 +90,9 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
 
     Returns
     -------
+    Attention
+        The named pair ``(output, weights)`` of `attnbook.core.Attention`,
+        with y_hat as the output:
     y_hat : ndarray, shape (n_q,)
         A scalar for a scalar query.
     weights : ndarray, shape (n_q, n_k)
@@ -106,7 +113,7 @@ def nadaraya_watson(x_query, x_keys, y_values, bandwidth: float = 1.0):
         raise ValueError(f"the prediction overflows float64: a weighted average of "
                          f"y_values (largest |value| {np.abs(y).max():g}) is not finite; "
                          f"rescale y_values")
-    return _squeeze(y_hat, x_query), _squeeze(weights, x_query)
+    return Attention(_squeeze(y_hat, x_query), _squeeze(weights, x_query))
 
 
 def _distances(xq: np.ndarray, xk: np.ndarray, h: float) -> tuple[np.ndarray, float]:

@@ -30,6 +30,10 @@ from ._checks import as_ids, flag, generator, positive_int, probability_in
 __all__ = ["WORDS", "VOCAB", "PAD", "BOS", "END", "sentence", "corpus", "is_grammatical",
            "log_prob", "encode", "decode", "attractor_prefixes", "verb_ids"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 #: The word classes; the first of each pair is singular, the second plural.
 WORDS = {
     "det": (("the", "a"), ("the", "some")),

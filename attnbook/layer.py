@@ -3,31 +3,144 @@
 `CausalSelfAttention` is the layer in GPT's layout (one fused ``qkv`` map,
 then ``proj``); `KVCache` holds the keys and values of the tokens seen so
 far, for decoding one token at a time; `causal_heads` is the attention core
-both it and chapter 14's `attnbook.transformer.GroupedQueryAttention` call.
-Each forward returns (output, weights) explicitly; the cache is state the
-caller holds. The three are also reachable as ``attnbook.nn.CausalSelfAttention``,
-``attnbook.nn.KVCache`` and ``attnbook.nn.causal_heads``.
+both it and chapter 14's `attnbook.transformer.GroupedQueryAttention` call;
+`rope` is chapter 11's rotary position embedding in torch, in both layouts.
+Each forward returns the pair ``Attention(output, weights)`` explicitly; the
+cache is state the caller holds. The four are also reachable as
+``attnbook.nn.CausalSelfAttention``, ``attnbook.nn.KVCache``,
+``attnbook.nn.causal_heads`` and ``attnbook.nn.rope``.
 """
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 from torch import nn
 
-from ._checks import flag, positive_int
+from ._checks import choice, flag, positive_int, positive_number
 from ._checks_torch import (
+    as_index_tensor,
     check_cache_append,
     float_tensor,
     probability,
     require_finite_result,
     require_finite_scores,
+    require_finite_tensor,
     require_no_underflow,
     require_same_dtype,
     widened,
 )
+from .core import Attention
 
-__all__ = ["CausalSelfAttention", "KVCache", "causal_heads"]
+__all__ = ["CausalSelfAttention", "KVCache", "causal_heads", "rope"]
+
+#: The two layouts of RoPE's pairs of columns (see `rope`).
+ROPE_LAYOUTS = ("adjacent", "half")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+def rope(x, positions=None, base: float = 10000.0, layout: str = "adjacent") -> torch.Tensor:
+    """Rotary position embedding (RoPE) in torch: turn each row by its position's angles.
+
+    Taught in :doc:`/chapters/11_positions` (chapter 11); the rotate-half
+    layout in :doc:`/chapters/14_the_whole_block` (chapter 14).
+
+    Pair c of the row at position p turns by the angle p w_c, with
+    w_c = 1 / base^(2c/d), the frequencies of the numpy ``attnbook.rotate``.
+    The layouts differ only in which columns form pair c:
+
+    - ``"adjacent"``: columns 2c and 2c+1, as in the RoPE paper and Meta's
+      LLaMA code (``torch.view_as_complex`` of pairs); equals ``attnbook.rotate``.
+    - ``"half"``: columns c and c + d/2, ``x * cos + rotate_half(x) * sin`` as in
+      Hugging Face's code and GPT-NeoX; equals ``attnbook.rotate_half``.
+
+    The angles, their cos and sin are computed in float64 (numpy's, as in
+    `attnbook.rotate`) and rounded to x's dtype, so float16 and bfloat16
+    work; gradients flow to x. In float32 and float64 the adjacent layout
+    multiplies complex numbers, as LLaMA's code does and chapter 16's model
+    always has (its trained numbers depend on the last bits).
+
+    Parameters
+    ----------
+    x : torch.Tensor, shape (..., n, d)
+        Queries or keys, one row per token, floating point; d must be even.
+    positions : tensor, array or list of real numbers, shape (n,), optional
+        The position of each row; any shape that broadcasts to x.shape[:-1]
+        with last axis n, e.g. (batch, 1, n) for per-row positions of x
+        (batch, h, n, d). Default: 0, 1, ..., n-1.
+    base : float, default 10000.0
+        A finite number > 0 (10000 in RoPE and LLaMA 2, 500000 in LLaMA 3).
+    layout : {"adjacent", "half"}, default "adjacent"
+        Which columns are paired, as above.
+
+    Returns
+    -------
+    torch.Tensor, shape of x
+        Rotated rows, in x's dtype; rotations keep lengths, and
+        ``rope(q, i) · rope(k, j)`` depends on i and j only through j - i.
+
+    Raises
+    ------
+    TypeError
+        If x is not a floating-point tensor, positions are not real numbers,
+        base is not a number or layout is not a string.
+    ValueError
+        If d is odd, positions do not fit x, layout is not one of the two,
+        or an angle overflows float64.
+    """
+    x = float_tensor(x, "x", 2, "(..., n, d)")
+    n, d = x.shape[-2], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"x must have an even width d (RoPE rotates pairs of columns); "
+                         f"got x of shape {tuple(x.shape)}")
+    layout = choice(layout, "layout", ROPE_LAYOUTS)
+    base = positive_number(base, "base")
+    if positions is None:
+        p = torch.arange(n, dtype=torch.float64)                          # (n,)
+    else:
+        p = as_index_tensor(positions, "positions", None)
+        if p.dtype == torch.bool or p.is_complex():
+            raise TypeError(f"positions must hold real numbers, got dtype {p.dtype}")
+        p = p.to("cpu", torch.float64)
+        try:
+            fits = p.dim() >= 1 and p.shape[-1] == n and torch.broadcast_shapes(
+                p.shape, x.shape[:-1]) == x.shape[:-1]
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"positions must have shape (n,) = ({n},), or one that "
+                             f"broadcasts to x.shape[:-1] = {tuple(x.shape[:-1])} with last "
+                             f"axis n; got positions of shape {tuple(p.shape)}")
+        require_finite_tensor(p, "positions")
+    with np.errstate(over="ignore"):
+        w = torch.from_numpy(base ** (-np.arange(0, d, 2) / d))          # (d/2,), float64
+    angles = p[..., None] * w                                             # (..., n, d/2)
+    if not torch.isfinite(angles).all():
+        raise ValueError(f"the angles p / base^(2c/d) overflow float64 for positions up to "
+                         f"{float(p.abs().max()) if p.numel() else 0:g} with base = "
+                         f"{base:g} and d = {d}; use a larger base or smaller positions")
+    angles = angles.numpy()                                               # (..., n, d/2)
+    cos, sin = torch.from_numpy(np.cos(angles)), torch.from_numpy(np.sin(angles))
+    if layout == "adjacent" and x.dtype in (torch.float32, torch.float64):
+        # LLaMA's form: pair c as the complex number x[2c] + i x[2c+1], times e^(i angle)
+        turn = torch.complex(cos, sin).to(x.device, torch.complex128 if x.dtype ==
+                                          torch.float64 else torch.complex64)
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2))  # (..., n, d/2)
+        out = torch.view_as_real(pairs * turn).flatten(-2)                # (..., n, d)
+    else:
+        cos, sin = cos.to(x.device, x.dtype), sin.to(x.device, x.dtype)   # (..., n, d/2)
+        half = d // 2 if layout == "half" else None
+        x1 = x[..., :half] if half else x[..., 0::2]                      # (..., n, d/2)
+        x2 = x[..., half:] if half else x[..., 1::2]
+        first, second = x1 * cos - x2 * sin, x2 * cos + x1 * sin
+        out = torch.cat([first, second], dim=-1) if half else \
+            torch.stack([first, second], dim=-1).flatten(-2)              # (..., n, d)
+    require_finite_result(out, "the rotated x")
+    return out                                                            # (..., n, d)
 
 
 class KVCache:
@@ -107,10 +220,19 @@ class CausalSelfAttention(nn.Module):
         buffer covers; GPT-2 uses 1024.
     bias : bool, default True
         Whether the two linear maps have biases (GPT-2's do).
+    rope : {None, "adjacent", "half"}, default None
+        None: no positions inside the layer (GPT-2's are added to the
+        tokens). Otherwise each head's queries and keys are turned by `rope`
+        in that layout, before the keys enter the cache, at the positions
+        the causal mask gives them: n_past, ..., n_past + n - 1, or with a
+        ``key_mask`` the number of real tokens before each.
+    rope_base : float, default 10000.0
+        The base of `rope`'s frequencies.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
-                 max_len: int = 1024, bias: bool = True):
+                 max_len: int = 1024, bias: bool = True, rope: str | None = None,
+                 rope_base: float = 10000.0):
         super().__init__()
         d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
         max_len = positive_int(max_len, "max_len")
@@ -119,6 +241,7 @@ class CausalSelfAttention(nn.Module):
         if probability(dropout) == 1.0:
             raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
         bias = flag(bias, "bias")
+        self.rope, self.rope_base = rope_option(rope, rope_base, d_model // n_heads)
         self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
         self.proj = nn.Linear(d_model, d_model, bias=bias)
@@ -140,6 +263,8 @@ class CausalSelfAttention(nn.Module):
 
         Returns
         -------
+        Attention
+            The named pair ``(output, weights)``:
         output : torch.Tensor, shape (batch, n, d_model)
         weights : torch.Tensor, shape (batch, n_heads, n, n_k)
             n_k = n without a cache and n_past + n with one. The weights returned
@@ -159,17 +284,19 @@ class CausalSelfAttention(nn.Module):
         q = q.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
         k = k.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
         v = v.view(batch, n, h, d_head).transpose(1, 2)         # (batch, h, n, d_head)
-        if cache is not None:
-            k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
-        n_k = k.shape[-2]                                       # n_past + n
+        n_k = n_past + n
         # query i sits at position n_past + i and may see keys 0..n_past + i
         allowed = self.mask[n_past:n_k, :n_k]                   # (n, n_k)
         allowed = with_key_mask(allowed, key_mask, batch)       # (n, n_k) or (batch, 1, n, n_k)
+        if self.rope is not None:                               # positions in the scores
+            q, k = rotate_heads(q, k, n_past, key_mask, self.rope, self.rope_base)
+        if cache is not None:
+            k, v = cache.append(k, v)                           # (batch, h, n_k, d_head)
         heads, weights = causal_heads(q, k, v, allowed, x.dtype, self.dropout)
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
         output = self.proj(merged)                              # (batch, n, d_model)
         require_finite_result(output, "the output projection proj(heads)")
-        return output, weights
+        return Attention(output, weights)
 
 
 def causal_heads(q, k, v, allowed, dtype, dropout=None):
@@ -191,7 +318,10 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
 
     Returns
     -------
+    Attention
+        The named pair ``(output, weights)``:
     heads : torch.Tensor, shape (batch, h, n, d_head)
+        The output, each head's.
     weights : torch.Tensor, shape (batch, h, n, n_k)
     """
     scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -209,12 +339,42 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
         require_no_underflow(weights, allowed, dtype)
     if dropout is not None:
         weights = dropout(weights)
-    return (weights @ widened(v)).to(dtype), weights.to(dtype)
+    return Attention((weights @ widened(v)).to(dtype), weights.to(dtype))
+
+
+def rope_option(rope, base, d_head: int) -> tuple[str | None, float]:
+    """Checked (rope, rope_base) of a layer: None or a layout of `rope`, and a
+    base > 0; a layout needs an even d_head."""
+    if rope is not None:
+        rope = choice(rope, "rope", ROPE_LAYOUTS)
+        if d_head % 2:
+            raise ValueError(f"rope needs an even head width d_head (it turns pairs of "
+                             f"columns); got d_head = {d_head}")
+    return rope, positive_number(base, "rope_base")
+
+
+def rotate_heads(q, k, n_past: int, key_mask, layout: str, base: float):
+    """q, k (batch, heads, n, d_head) turned by `rope` at their positions: n_past + i,
+    or with a key_mask (batch, n_past + n) the real tokens before each, as
+    TinyGPT counts them. Call after `with_key_mask` has checked key_mask."""
+    n = q.shape[-2]
+    if key_mask is None:
+        positions = torch.arange(n_past, n_past + n)                   # (n,)
+    else:
+        counted = (key_mask.long().cumsum(1) - 1).clamp(min=0)          # (batch, n_past + n)
+        positions = counted[:, None, n_past:].cpu()                     # (batch, 1, n)
+    return (rope(q, positions, base, layout),
+            rope(k, positions, base, layout))                           # (batch, ., n, d_head)
 
 
 def register_causal_mask(module: nn.Module, max_len: int) -> None:
     """Give `module` the boolean buffer ``mask`` of shape (max_len, max_len), True
-    = may attend (query i sees keys 0 to i); it is not saved in the state dict."""
+    = may attend (query i sees keys 0 to i); it is not saved in the state dict.
+
+    The layers slice it as ``mask[n_past:n_past + n, :n_past + n]``: the n new
+    queries are the last of the n_past + n tokens, so the slice is the
+    bottom-right alignment of `attnbook.core.causal_mask`, by construction;
+    without a cache (n_past = 0) both alignments agree."""
     module.register_buffer("mask", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)),
                            persistent=False)
 

@@ -36,6 +36,10 @@ __all__ = ["REVERSAL_TARGET", "LOOKUP_TARGET", "reversal_data", "lookup_data",
            "SequenceAttention", "LookupAttention", "TrainingRun", "train",
            "accuracy"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 #: Held-out accuracy the reversal task must reach, whatever the seed (chapter 13).
 REVERSAL_TARGET = 0.95
 #: Held-out accuracy the lookup task must reach, whatever the seed (chapter 13).

@@ -35,6 +35,10 @@ from .optim import Adam, one_thread
 __all__ = ["pad", "masked_loss", "train", "last_logits", "generate", "without_heads"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def pad(seqs, side: str = "right", pad_id: int = 0):
     """Sequences of different lengths as one tensor, padded on one side.
 

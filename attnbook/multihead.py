@@ -1,8 +1,6 @@
 """Multi-head self-attention in numpy, with every reshape spelled out."""
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 
 from ._checks import (
@@ -14,31 +12,45 @@ from ._checks import (
     require_finite_scores,
     require_ndim,
 )
-from .core import scaled_dot_product_attention
+from .core import Attention, scaled_dot_product_attention
 
 __all__ = ["multi_head_attention", "split_heads", "merge_heads", "MultiHead"]
 
 
-class MultiHead(NamedTuple):
-    """The intermediates of `multi_head_attention`.
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+class MultiHead(Attention):
+    """(output, weights) of `multi_head_attention`, with its steps heads and concat.
 
     Taught in :doc:`/chapters/10_toward_the_transformer` (chapter 10).
 
+    An `attnbook.core.Attention`: ``output, weights = multi_head_attention(...)``
+    unpacks the pair, and the intermediates are attributes.
+
     Parameters
     ----------
-    heads : ndarray, shape (h, n, d_head)
-        Each head's output.
-    weights : ndarray, shape (h, n, n)
-        Each head's attention weights.
-    concat : ndarray, shape (n, d_model)
-        The heads side by side.
     output : ndarray, shape (n, d_model)
         concat @ W_o.
+    weights : ndarray, shape (h, n, n)
+        Each head's attention weights.
+    heads : ndarray, shape (h, n, d_head)
+        Each head's output.
+    concat : ndarray, shape (n, d_model)
+        The heads side by side.
     """
     heads: np.ndarray     # (h, n, d_head): each head's output
-    weights: np.ndarray   # (h, n, n): each head's attention weights
     concat: np.ndarray    # (n, d_model): heads side by side
-    output: np.ndarray    # (n, d_model): concat @ W_o
+
+    def __new__(cls, output, weights, *, heads, concat):
+        self = super().__new__(cls, output, weights)
+        vars(self).update(heads=heads, concat=concat)
+        return self
+
+    def _replace(self, **fields):
+        """A copy with some fields or steps replaced; the others are kept."""
+        return type(self)(**{**self._asdict(), **vars(self), **fields})
 
 
 def split_heads(A, n_heads: int) -> np.ndarray:
@@ -111,7 +123,8 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads: int, mask=None) -> Mult
     Returns
     -------
     MultiHead
-        ``MultiHead(heads, weights, concat, output)``, shapes as in MultiHead.
+        The pair ``(output, weights)``, output (n, d_model) and weights
+        (h, n, n), with the attributes ``heads`` and ``concat``.
 
     Raises
     ------
@@ -161,7 +174,7 @@ def multi_head_attention(X, W_q, W_k, W_v, W_o, n_heads: int, mask=None) -> Mult
     with np.errstate(over="ignore", invalid="ignore"):
         output = concat @ W_o                                          # (n, d_model)
     _require_no_overflow(output, "concat @ W_o", "rescale W_o (or X and W_v)")
-    return MultiHead(heads, weights, concat, output)
+    return MultiHead(output, weights, heads=heads, concat=concat)
 
 
 def _require_no_overflow(P: np.ndarray, product: str, advice: str) -> None:

@@ -1,15 +1,15 @@
 """torch modules for the book's attention layers (chapters 8 and 9).
 
-Each forward returns (output, weights) explicitly; nothing is stored on the
-module. Masks follow attnbook.core: boolean, True = may attend; a query with
+Each forward returns the pair ``Attention(output, weights)`` of
+attnbook.core explicitly; nothing is stored on the module. Masks follow attnbook.core: boolean, True = may attend; a query with
 no allowed key gets zero weights (torch >= 2.5 SDPA convention on the CPU).
 Inputs are checked as the numpy functions check theirs, with the same
 wording: floating-point tensors of one dtype, the shapes the docstrings give,
 no NaN or inf, and scores that overflow raise instead of posing as a
 masked row. Masks and valid_lens may be tensors, numpy arrays or lists.
 
-Chapter 12's CausalSelfAttention, KVCache and causal_heads are defined and
-documented in attnbook.layer, chapter 14's Block, TinyGPT and
+Chapter 12's CausalSelfAttention, KVCache, causal_heads and rope are defined
+and documented in attnbook.layer, chapter 14's Block, TinyGPT and
 GroupedQueryAttention in attnbook.transformer; ``attnbook.nn.Block`` and
 ``from attnbook.nn import CausalSelfAttention`` load them on first use.
 """
@@ -25,6 +25,7 @@ from torch import nn
 from ._checks import positive_int
 from ._checks_torch import (
     allowed_keys,
+    as_index_tensor,
     check_attention_inputs,
     check_dot_product_inputs,
     float_tensor,
@@ -34,10 +35,23 @@ from ._checks_torch import (
     require_no_underflow,
     require_same_dtype,
     scores_tensor,
+    valid_lens_to_mask,
     widened,
 )
+from .core import Attention
 
-__all__ = ["masked_softmax", "DotProductAttention", "AdditiveAttention", "NWKernelRegression"]
+#: Later chapters' torch layers, reachable from here too and loaded on first use:
+#: chapter 12's in attnbook.layer, chapter 14's in attnbook.transformer.
+_ELSEWHERE = {"CausalSelfAttention": "layer", "KVCache": "layer", "causal_heads": "layer",
+              "rope": "layer", "Block": "transformer", "TinyGPT": "transformer",
+              "GroupedQueryAttention": "transformer"}
+
+__all__ = ["masked_softmax", "valid_lens_mask", "DotProductAttention", "AdditiveAttention",
+           "NWKernelRegression", *_ELSEWHERE]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None,
@@ -65,6 +79,45 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None,
     """
     scores = scores_tensor(scores)
     return _masked_softmax(scores, allowed_keys(scores, mask, valid_lens))
+
+
+def valid_lens_mask(valid_lens, shape) -> torch.Tensor:
+    """The boolean mask that valid lengths stand for: True for keys 0..len-1 (torch).
+
+    Taught in :doc:`/chapters/09_scoring_and_masks` (chapter 9). The torch twin
+    of ``attnbook.valid_lens_mask``; d2l's ``valid_lens`` convention.
+
+    Parameters
+    ----------
+    valid_lens : tensor, array or list of int, shape (...) or (..., n_q)
+        Integers in [0, n_k] of any integer dtype: one per row of the batch,
+        shape ``shape[:-2]``, or one per query, shape ``shape[:-1]``.
+    shape : tuple of int or torch.Size
+        The shape (..., n_q, n_k) of the scores the mask is for.
+
+    Returns
+    -------
+    mask : torch.Tensor of bool, shape (..., n_q, n_k)
+        ``mask[..., i, j]`` is True where j < the length of query i; on the
+        device of `valid_lens` if it is a tensor.
+
+    Raises
+    ------
+    TypeError
+        If `valid_lens` does not hold integers or `shape` is not a tuple of
+        integers.
+    ValueError
+        If `valid_lens` has neither shape, or a length lies outside [0, n_k].
+    """
+    if not isinstance(shape, (tuple, list, torch.Size)) or not shape or not all(
+            isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 0
+            for n in shape):
+        raise TypeError(f"shape must be a non-empty tuple of integers >= 0, the shape "
+                        f"(..., n_q, n_k) of the scores; got {shape!r}")
+    shape = torch.Size(int(n) for n in shape)
+    device = valid_lens.device if isinstance(valid_lens, torch.Tensor) else None
+    lens = as_index_tensor(valid_lens, "valid_lens", device)
+    return valid_lens_to_mask(lens, shape).expand(shape).clone()
 
 
 def _masked_softmax(scores: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
@@ -112,6 +165,8 @@ class DotProductAttention(nn.Module):
 
         Returns
         -------
+        Attention
+            The named pair ``(output, weights)``:
         output : torch.Tensor, shape (..., n_q, d_v)
         weights : torch.Tensor, shape (..., n_q, n_k)
             The weights actually used (after dropout).
@@ -127,7 +182,7 @@ class DotProductAttention(nn.Module):
         if dtype != weights.dtype:
             require_no_underflow(weights, allowed, dtype)
         weights = self.dropout(weights)
-        return (weights @ values).to(dtype), weights.to(dtype)      # (..., n_q, d_v)
+        return Attention((weights @ values).to(dtype), weights.to(dtype))  # (..., n_q, d_v)
 
 
 class AdditiveAttention(nn.Module):
@@ -180,6 +235,8 @@ class AdditiveAttention(nn.Module):
 
         Returns
         -------
+        Attention
+            The named pair ``(output, weights)``:
         output : torch.Tensor, shape (..., n_q, d_v)
             In the dtype of values.
         weights : torch.Tensor, shape (..., n_q, n_k)
@@ -199,7 +256,7 @@ class AdditiveAttention(nn.Module):
                               "where the mask allows a key; check queries, keys and the "
                               "parameters")
         weights = self.dropout(_masked_softmax(scores, allowed))
-        return (widened(weights) @ widened(values)).to(values.dtype), weights
+        return Attention((widened(weights) @ widened(values)).to(values.dtype), weights)
 
 
 class NWKernelRegression(nn.Module):
@@ -241,6 +298,8 @@ class NWKernelRegression(nn.Module):
 
         Returns
         -------
+        Attention
+            The named pair ``(output, weights)``, with y_hat as the output:
         y_hat : torch.Tensor, shape (n_q,)
         weights : torch.Tensor, shape (n_q, n_k)
 
@@ -273,14 +332,7 @@ class NWKernelRegression(nn.Module):
         weights = torch.softmax(widened(scores), dim=1)               # float16: sum in float64
         require_no_underflow(weights, torch.ones_like(scores, dtype=torch.bool), scores.dtype)
         y_hat = (weights * widened(y_values)).sum(dim=1)             # (n_q,)
-        return y_hat.to(scores.dtype), weights.to(scores.dtype)     # (n_q,), (n_q, n_k)
-
-
-#: Later chapters' torch layers, reachable from here too and loaded on first use:
-#: chapter 12's in attnbook.layer, chapter 14's in attnbook.transformer.
-_ELSEWHERE = {"CausalSelfAttention": "layer", "KVCache": "layer", "causal_heads": "layer",
-              "Block": "transformer", "TinyGPT": "transformer",
-              "GroupedQueryAttention": "transformer"}
+        return Attention(y_hat.to(scores.dtype), weights.to(scores.dtype))  # (n_q,), (n_q, n_k)
 
 
 def __getattr__(name: str):

@@ -16,6 +16,10 @@ from ._checks import finite_number, nonnegative_number, positive_number
 __all__ = ["Adam", "one_thread"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 @contextlib.contextmanager
 def one_thread():
     """torch on one thread while the block runs, as the book's training does.

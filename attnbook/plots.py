@@ -32,6 +32,10 @@ from ._checks import (
 
 __all__ = ["heatmap", "heatmap_grid", "new_figure", "word_scatter", "CMAP", "GROUP_COLORS"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 #: Colour-blind-safe qualitative colours (Okabe-Ito) for word groups.
 GROUP_COLORS = ("#E69F00", "#009E73", "#0072B2", "#CC79A7", "#D55E00", "#56B4E9")
 

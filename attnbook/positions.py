@@ -15,6 +15,10 @@ from ._checks import as_real, positive_number, require_finite, require_ndim
 __all__ = ["sinusoidal_positions", "rotate", "rotate_half"]
 
 
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 def sinusoidal_positions(n: int, d: int, base: float = 10000.0) -> np.ndarray:
     """The Transformer's sinusoidal position encoding: one row per position.
 

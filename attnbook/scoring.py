@@ -11,6 +11,10 @@ from ._checks import as_real, first_index, require_finite, require_ndim
 
 __all__ = ["additive_scores"]
 
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
 #: additive_scores builds its (n_q, n_k, h) features in blocks of about this many bytes.
 CHUNK_BYTES = 32 * 2 ** 20
 

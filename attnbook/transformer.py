@@ -21,16 +21,23 @@ from ._checks_torch import (
     require_same_dtype,
     token_ids,
 )
+from .core import Attention
 from .layer import (
     CausalSelfAttention,
     KVCache,
     cached_length,
     causal_heads,
     register_causal_mask,
+    rope_option,
+    rotate_heads,
     with_key_mask,
 )
 
 __all__ = ["GroupedQueryAttention", "Block", "TinyGPT"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 def _heads(d_model, n_heads, n_kv_heads) -> tuple[int, int, int]:
@@ -90,13 +97,21 @@ class GroupedQueryAttention(nn.Module):
         Longest sequence (with a cache: n_past + n) the causal mask covers.
     bias : bool, default True
         Whether the linear maps have biases.
+    rope : {None, "adjacent", "half"}, default None
+        Turn queries and keys by `attnbook.layer.rope` in that layout (LLaMA's
+        checkpoints use "half" in Hugging Face's code), as in
+        `attnbook.layer.CausalSelfAttention`; None adds no positions.
+    rope_base : float, default 10000.0
+        The base of the rotation frequencies (500000 in LLaMA 3).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
-                 max_len: int = 1024, bias: bool = True):
+                 max_len: int = 1024, bias: bool = True, rope: str | None = None,
+                 rope_base: float = 10000.0):
         super().__init__()
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
         max_len, bias = positive_int(max_len, "max_len"), flag(bias, "bias")
+        self.rope, self.rope_base = rope_option(rope, rope_base, d_model // n_heads)
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_head = d_model // n_heads
         self.q = nn.Linear(d_model, d_model, bias=bias)
@@ -121,6 +136,8 @@ class GroupedQueryAttention(nn.Module):
 
         Returns
         -------
+        Attention
+            The named pair ``(output, weights)``:
         output : torch.Tensor, shape (batch, n, d_model)
         weights : torch.Tensor, shape (batch, n_heads, n, n_k)
             n_k = n, or n_past + n with a cache.
@@ -133,18 +150,20 @@ class GroupedQueryAttention(nn.Module):
         k, v = self.kv(x).split(g * d_head, dim=-1)               # 2 x (batch, n, g d_head)
         k = k.view(batch, n, g, d_head).transpose(1, 2)           # (batch, g, n, d_head)
         v = v.view(batch, n, g, d_head).transpose(1, 2)           # (batch, g, n, d_head)
+        n_k = n_past + n
+        allowed = self.mask[n_past:n_k, :n_k]                     # (n, n_k)
+        allowed = with_key_mask(allowed, key_mask, batch)         # (batch, 1, n, n_k) if masked
+        if self.rope is not None:                                 # positions in the scores
+            q, k = rotate_heads(q, k, n_past, key_mask, self.rope, self.rope_base)
         if cache is not None:
             k, v = cache.append(k, v)                             # (batch, g, n_k, d_head)
         k = k.repeat_interleave(h // g, dim=1)                    # (batch, h, n_k, d_head)
         v = v.repeat_interleave(h // g, dim=1)                    # (batch, h, n_k, d_head)
-        n_k = k.shape[-2]
-        allowed = self.mask[n_past:n_k, :n_k]                     # (n, n_k)
-        allowed = with_key_mask(allowed, key_mask, batch)         # (batch, 1, n, n_k) if masked
         heads, weights = causal_heads(q, k, v, allowed, x.dtype)  # chapter 12's core
         merged = heads.transpose(1, 2).reshape(batch, n, self.d_model)  # (batch, n, d_model)
         output = self.proj(merged)                                # (batch, n, d_model)
         require_finite_result(output, "the output projection proj(heads)")
-        return output, weights
+        return Attention(output, weights)
 
 
 class Block(nn.Module):
@@ -182,19 +201,22 @@ class Block(nn.Module):
         Longest sequence the causal mask covers.
     pre_ln : bool, default True
         True for pre-LN, False for post-LN.
+    rope : {None, "adjacent", "half"}, default None
+        Passed to the attention layer: RoPE in that layout, or None.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
-                 max_len: int = 1024, pre_ln: bool = True):
+                 max_len: int = 1024, pre_ln: bool = True, rope: str | None = None):
         super().__init__()
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
         pre_ln = flag(pre_ln, "pre_ln")
         self.d_model, self.pre_ln = d_model, pre_ln
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         if n_kv_heads == n_heads:
-            self.attn = CausalSelfAttention(d_model, n_heads, max_len=max_len)
+            self.attn = CausalSelfAttention(d_model, n_heads, max_len=max_len, rope=rope)
         else:
-            self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, max_len=max_len)
+            self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, max_len=max_len,
+                                              rope=rope)
         self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
                                  nn.Linear(4 * d_model, d_model))
 
@@ -246,16 +268,18 @@ class Block(nn.Module):
 
         Returns
         -------
+        Attention
+            The named pair ``(output, weights)``:
         output : torch.Tensor, shape (batch, n, d_model)
         weights : torch.Tensor, shape (batch, n_heads, n, n_k)
         """
         if self.pre_ln:
             a, m, weights = self.writes(x, cache, key_mask)
-            return x + a + m, weights
+            return Attention(x + a + m, weights)
         x = _check_x(x, self.d_model, self.ln1.weight)
         a, weights = self.attn(x, cache, key_mask)
         x = self.ln1(x + a)                                       # (batch, n, d_model)
-        return self.ln2(x + self.mlp(x)), weights
+        return Attention(self.ln2(x + self.mlp(x)), weights)
 
 
 class TinyGPT(nn.Module):
@@ -291,22 +315,28 @@ class TinyGPT(nn.Module):
         Pre-LN blocks, or post-LN with False.
     seed : int, default 0
         Seeds the initial weights (a local generator; global state is kept).
+    rope : {None, "adjacent", "half"}, default None
+        None: GPT-2's learned position embedding ``pos_emb``. A layout: no
+        ``pos_emb`` (it is None); every attention layer turns its queries and
+        keys by `attnbook.layer.rope` instead, at the same positions (with
+        ``real``, the real tokens before each), as LLaMA does.
     """
 
     def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int,
                  max_len: int, n_kv_heads: int | None = None, pre_ln: bool = True,
-                 seed: int = 0):
+                 seed: int = 0, rope: str | None = None):
         super().__init__()
         vocab, n_layers = positive_int(vocab, "vocab"), positive_int(n_layers, "n_layers")
         max_len = positive_int(max_len, "max_len")
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
         seed, pre_ln = integer_at_least(seed, "seed", 0), flag(pre_ln, "pre_ln")
+        rope_option(rope, 10000.0, d_model // n_heads)            # checked before any draw
         self.vocab, self.max_len, self.pre_ln = vocab, max_len, pre_ln
         with torch.random.fork_rng(devices=[]):        # torch's default init draws
             self.tok_emb = nn.Embedding(vocab, d_model)
-            self.pos_emb = nn.Embedding(max_len, d_model)
-            self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, max_len, pre_ln)
-                                        for _ in range(n_layers))
+            self.pos_emb = nn.Embedding(max_len, d_model) if rope is None else None
+            self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, max_len, pre_ln,
+                                              rope) for _ in range(n_layers))
             self.ln_f = nn.LayerNorm(d_model) if pre_ln else nn.Identity()
             self.head = nn.Linear(d_model, vocab, bias=False)
         self.head.weight = self.tok_emb.weight                    # weight tying
@@ -345,6 +375,8 @@ class TinyGPT(nn.Module):
                                  f"token; got {tuple(real.shape)}")
             # a token's position counts the real tokens before it: padding takes none
             positions = (real.long().cumsum(1) - 1).clamp(min=0)[:, n_past:]  # (batch, n)
+        if self.pos_emb is None:                                   # RoPE: in the scores
+            return self.tok_emb(idx)                               # (batch, n, d_model)
         return self.tok_emb(idx) + self.pos_emb(positions)         # (batch, n, d_model)
 
     def _cached(self, cache) -> int:

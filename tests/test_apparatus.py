@@ -162,10 +162,17 @@ def test_every_glossary_term_is_linked_from_at_least_one_built_chapter(built_boo
 # --- notation -------------------------------------------------------------
 
 def _public_callables():
+    """Every function and class of every module's __all__, once: a name that a
+    module re-exports from another documented module (attnbook.nn.TinyGPT) is
+    documented and checked at home (attnbook.transformer.TinyGPT)."""
     for name in API_MODULES:
         module = importlib.import_module(f"attnbook.{name}")
         for attr in module.__all__:
             obj = getattr(module, attr)
+            home = getattr(obj, "__module__", "").removeprefix("attnbook.")
+            if home != name and home in API_MODULES and attr in importlib.import_module(
+                    f"attnbook.{home}").__all__:
+                continue
             if inspect.isfunction(obj) or inspect.isclass(obj):
                 yield f"attnbook.{name}.{attr}", obj
 

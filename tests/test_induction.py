@@ -77,10 +77,11 @@ def test_forward_matches_a_hand_written_numpy_forward(ablate):
 
 
 def test_the_rotation_is_chapter_11s_rotate():
-    model = induction.AttentionOnly(12, 16, 2, seed=0).double()
+    """The layers turn queries and keys with the public attnbook.layer.rope
+    (tests/test_api_conventions.py checks that they call it), chapter 11's rotate."""
+    from attnbook.layer import rope
     x = torch.randn(2, 2, 9, 8, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    ours = model.layers[0]._rotate(x).numpy()
-    np.testing.assert_allclose(ours, rotate(x.numpy(), np.arange(9)), atol=1e-14)
+    np.testing.assert_allclose(rope(x).numpy(), rotate(x.numpy(), np.arange(9)), atol=1e-14)
 
 
 def test_ablating_a_head_is_zeroing_its_columns_of_the_output_projection():

@@ -145,7 +145,10 @@ def test_blockwise_causal_is_aligned_top_left_as_its_docstring_says():
                                atol=1e-12)                  # sees key 0 only
     assert np.abs(blockwise_attention(last, K, V, 4, causal=True) - full[-1:]).max() > 0.1
     np.testing.assert_allclose(blockwise_attention(last, K, V, 4), full[-1:], atol=1e-12)
-    assert "top left" in blockwise_attention.__doc__
+    assert '"top-left"' in blockwise_attention.__doc__
+    # the decoding alignment, by name: one new query sees every key
+    np.testing.assert_allclose(blockwise_attention(last, K, V, 4, causal=True,
+                                                   align="bottom-right"), full[-1:], atol=1e-12)
 
 
 def test_blockwise_with_rectangular_inputs_a_scale_and_huge_scores():

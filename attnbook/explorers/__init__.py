@@ -30,3 +30,7 @@ from .training import explore_training
 __all__ = ["Explorer", "explore_dk", "explore_temperature", "explore_attention",
            "explore_bandwidth", "explore_rope_offset", "explore_training", "explore_heads",
            "explore_induction"]
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
