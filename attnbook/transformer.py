@@ -591,9 +591,10 @@ def _gpt2_names(state_dict) -> dict[str, torch.Tensor]:
         sd[short] = t
     for name in ("wte.weight", "wpe.weight"):
         if name not in sd:
+            what = "token" if name == "wte.weight" else "position"
             raise ValueError(f"state_dict is not GPT-2's: it has no {name!r} (or "
-                             f"'transformer.{name}'), the {'token' if name[1] == 't' else 'position'} "
-                             f"embedding; got the names {_some(sd)}")
+                             f"'transformer.{name}'), the {what} embedding; got the names "
+                             f"{_some(sd)}")
         if sd[name].dim() != 2:
             raise ValueError(f"state_dict[{name!r}] must have shape (rows, d_model); got "
                              f"{tuple(sd[name].shape)}")

@@ -8,7 +8,10 @@ transformers' generate and with a plain loop over the full forward.
 """
 from __future__ import annotations
 
+import json
 import os
+import re
+from pathlib import Path
 
 os.environ["HF_HUB_OFFLINE"] = "1"              # nothing is downloaded, ever
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -24,12 +27,13 @@ VOCAB, N_POSITIONS = 50, 16
 ATOL = 1e-10                                   # float64 rounding, with room to spare
 
 
-def gpt2(n_layer=2, n_head=4, n_embd=32, seed=0, **config) -> transformers.GPT2LMHeadModel:
+def gpt2(n_layer=2, n_head=4, n_embd=32, seed=0, n_positions=N_POSITIONS,
+         **config) -> transformers.GPT2LMHeadModel:
     """A float64 GPT-2 with random weights, large enough (std 0.3) that greedy
     decoding does not just repeat one token."""
     config = transformers.GPT2Config(
         n_layer=n_layer, n_head=n_head, n_embd=n_embd, vocab_size=VOCAB,
-        n_positions=N_POSITIONS, initializer_range=0.3, bos_token_id=None,
+        n_positions=n_positions, initializer_range=0.3, bos_token_id=None,
         eos_token_id=None, pad_token_id=None, **config)
     torch.manual_seed(seed)
     return transformers.GPT2LMHeadModel(config).double().eval()
@@ -42,7 +46,7 @@ def pair():
 
 
 def test_transformers_is_the_pinned_version():
-    pins = (__import__("pathlib").Path(__file__).parents[1] / "requirements.txt").read_text()
+    pins = (Path(__file__).parents[1] / "requirements.txt").read_text()
     assert f"transformers=={transformers.__version__} " in pins
 
 
@@ -168,3 +172,41 @@ def test_loading_copies_the_weights_and_leaves_the_checkpoint_alone(pair):
     finally:
         with torch.no_grad():
             model.blocks[0].attn.qkv.weight.sub_(1.0)
+
+
+def chapter_code(heading: str = "## GPT-2 itself") -> list[str]:
+    """The python blocks of chapter 15's section on GPT-2, as printed (not run
+    at build time: they download GPT-2)."""
+    path = Path(__file__).parents[1] / "chapters" / "15_tiny_language_model.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    (text,) = [src for c in cells if c["cell_type"] == "markdown"
+               and (src := "".join(c["source"])).startswith(heading)]
+    return re.findall(r"```python\n(.*?)```", text, re.S)
+
+
+class StubTokenizer:
+    """Characters as token ids below the small model's vocab."""
+    def encode(self, text):
+        return [ord(ch) % VOCAB for ch in text]
+
+    def decode(self, ids):
+        return "".join(chr(65 + i % 26) for i in ids)
+
+
+def test_the_chapters_gpt2_code_runs_as_printed_on_a_small_gpt2(monkeypatch, capsys):
+    """Chapter 15's code with from_pretrained answered by a small random GPT-2
+    (the names it uses exist in the pinned transformers; nothing is fetched)."""
+    hf = gpt2(n_layer=2, n_head=4, n_embd=32, n_positions=128).float()
+    monkeypatch.setattr(transformers.GPT2LMHeadModel, "from_pretrained",
+                        lambda name: hf if name == "gpt2" else None)
+    monkeypatch.setattr(transformers.GPT2Tokenizer, "from_pretrained",
+                        lambda name: StubTokenizer() if name == "gpt2" else None)
+    load, measure = chapter_code()
+    ns = {}
+    exec(load, ns)
+    assert ns["gpt2"].max_len == 128 and ns["new"].shape == (1, 10)
+    exec(measure, ns)
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert [r.split()[0] for r in rows] == ["0", "1"]           # a line per layer
+    scores = [float(x) for r in rows for x in r.replace("[", " ").replace("]", " ").split()[1:]]
+    assert len(scores) == 2 * 2 * 4 and all(0 <= s <= 1 for s in scores)
