@@ -332,3 +332,14 @@ def labels_for(labels, name: str, n: int | None, strings: bool = False,
                          f"{len(labels)}")
     if strings and not all(isinstance(s, str) for s in labels):
         raise TypeError(f"{name} must hold strings; got {[type(s).__name__ for s in labels]}")
+
+
+def choice(x, name: str, options: dict[str, str]) -> str:
+    """Return `x` if it is one of the strings `options` (option -> what it means);
+    anything else is a TypeError (not a string) or a ValueError naming each option."""
+    listed = " or ".join(f"{o!r} ({meaning})" for o, meaning in options.items())
+    if not isinstance(x, str):
+        raise TypeError(f"{name} must be {listed}; got {type(x).__name__} {x!r}")
+    if x not in options:
+        raise ValueError(f"{name} must be {listed}; got {x!r}")
+    return x

@@ -101,8 +101,8 @@ def _nan_ln():
 BAD_OPTIONS = [
     (lambda: Block(8, 2, activation="relu"), ValueError, ["activation", "'gelu_tanh'",
                                                           "'relu'"]),
-    (lambda: TinyGPT(10, 8, 2, 1, 4, activation=None), ValueError, ["activation",
-                                                                   "NoneType None"]),
+    (lambda: TinyGPT(10, 8, 2, 1, 4, activation=None), TypeError, ["activation",
+                                                                  "'gelu'", "NoneType None"]),
     (lambda: Block(8, 2, bias="no"), TypeError, ["bias", "str 'no'"]),
     (lambda: TinyGPT(10, 8, 2, 1, 4, bias=None), TypeError, ["bias", "None"]),
     (lambda: TinyGPT(10, 8, 2, 1, 4, tied=1), TypeError, ["tied", "int 1"]),
