@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 import torch
 from badinput import assert_clear_error
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnbook import rotate_half
 from attnbook.nn import Block, GroupedQueryAttention, TinyGPT
@@ -150,3 +152,21 @@ def test_the_hand_made_gpt2_state_dict_loads():
     assert (model.vocab, model.max_len, len(model.blocks)) == (11, 6, 2)
     bare = TinyGPT.from_gpt2(gpt2_names(prefix=""), n_heads=2)
     assert bare.head.weight is bare.tok_emb.weight
+
+
+NOT_FLAGS = st.one_of(st.none(), st.integers(), st.floats(allow_nan=True), st.text(max_size=5),
+                      st.sampled_from([np.int64(1), [True], "True"]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(value=NOT_FLAGS, name=st.sampled_from(["bias", "tied"]))
+def test_bias_and_tied_refuse_anything_but_a_bool(value, name):
+    with pytest.raises(TypeError, match=f"{name} must be True or False"):
+        TinyGPT(10, 8, 2, 1, 4, **{name: value})
+
+
+@pytest.mark.parametrize("value", [True, False, np.True_, np.False_])
+def test_bias_and_tied_take_python_and_numpy_bools(value):
+    model = TinyGPT(10, 8, 2, 1, 4, bias=value, tied=value)
+    assert (model.head.weight is model.tok_emb.weight) == bool(value)
+    assert (model.blocks[0].mlp[0].bias is not None) == bool(value)
