@@ -86,10 +86,12 @@ def flag(x, name: str) -> bool:
     raise TypeError(f"{name} must be True or False (a bool), got {type(x).__name__} {x!r}")
 
 
-def choice(x, name: str, options: tuple[str, ...]) -> str:
-    """Return `x` if it is one of the strings `options`; else a TypeError (not a
-    string) or a ValueError (another string) that lists them."""
-    listed = " or ".join(repr(o) for o in options)
+def choice(x, name: str, options) -> str:
+    """Return `x` if it is one of the strings `options` (a tuple, or a dict of
+    option -> what it means); else a TypeError (not a string) or a ValueError
+    (another string) that lists them, with their meanings if given."""
+    listed = " or ".join(f"{o!r} ({options[o]})" if isinstance(options, dict) else repr(o)
+                         for o in options)
     if not isinstance(x, str):
         raise TypeError(f"{name} must be {listed}, got {type(x).__name__} {x!r}")
     if x not in options:

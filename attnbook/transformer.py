@@ -14,13 +14,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import flag, integer_at_least, positive_int
+from ._checks import choice, flag, integer_at_least, positive_int
 from ._checks_torch import (
     float_tensor,
     require_finite_result,
     require_same_dtype,
     token_ids,
 )
+from ._gpt2 import from_gpt2
 from .core import Attention
 from .layer import (
     CausalSelfAttention,
@@ -51,6 +52,9 @@ def _heads(d_model, n_heads, n_kv_heads) -> tuple[int, int, int]:
                          f"head serves n_heads / n_kv_heads query heads); got "
                          f"n_kv_heads = {n_kv_heads}")
     return d_model, n_heads, n_kv_heads
+
+
+_ACTIVATIONS = {"gelu": "exact, x Phi(x)", "gelu_tanh": "the tanh approximation GPT-2 uses"}
 
 
 def _check_x(x, d_model: int, reference: torch.Tensor) -> torch.Tensor:
@@ -183,7 +187,7 @@ class Block(nn.Module):
 
     The modules are ``ln1``, ``attn`` (chapter 12's `CausalSelfAttention`,
     or `GroupedQueryAttention` when n_kv_heads is given), ``ln2`` and
-    ``mlp`` (``Linear(d_model, 4 d_model)``, exact GELU,
+    ``mlp`` (``Linear(d_model, 4 d_model)``, GELU,
     ``Linear(4 d_model, d_model)``): the layout of
     ``torch.nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model,
     dropout=0.0, activation="gelu", batch_first=True, norm_first=pre_ln)``.
@@ -203,22 +207,30 @@ class Block(nn.Module):
         True for pre-LN, False for post-LN.
     rope : {None, "adjacent", "half"}, default None
         Passed to the attention layer: RoPE in that layout, or None.
+    activation : {"gelu", "gelu_tanh"}, default "gelu"
+        The MLP's GELU: exact, or the tanh approximation GPT-2 uses.
+    bias : bool, default True
+        Whether the linear maps have biases (the layer norms always do).
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
-                 max_len: int = 1024, pre_ln: bool = True, rope: str | None = None):
+                 max_len: int = 1024, pre_ln: bool = True, rope: str | None = None, *,
+                 activation: str = "gelu", bias: bool = True):
         super().__init__()
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
+        activation, bias = choice(activation, "activation", _ACTIVATIONS), flag(bias, "bias")
         pre_ln = flag(pre_ln, "pre_ln")
         self.d_model, self.pre_ln = d_model, pre_ln
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         if n_kv_heads == n_heads:
-            self.attn = CausalSelfAttention(d_model, n_heads, max_len=max_len, rope=rope)
+            self.attn = CausalSelfAttention(d_model, n_heads, max_len=max_len, bias=bias,
+                                            rope=rope)
         else:
-            self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, max_len=max_len,
+            self.attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads, max_len, bias=bias,
                                               rope=rope)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(),
-                                 nn.Linear(4 * d_model, d_model))
+        gelu = nn.GELU(approximate="tanh" if activation == "gelu_tanh" else "none")
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model, bias=bias), gelu,
+                                 nn.Linear(4 * d_model, d_model, bias=bias))
 
     def writes(self, x: torch.Tensor, cache: KVCache | None = None,
                key_mask: torch.Tensor | None = None):
@@ -283,7 +295,7 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    """A GPT-style language model: embeddings, n_layers blocks, a tied readout.
+    """A GPT-style language model: embeddings, n_layers blocks, a readout.
 
     Taught in :doc:`/chapters/14_the_whole_block` (chapter 14).
 
@@ -295,7 +307,7 @@ class TinyGPT(nn.Module):
     0.02, biases 0, layer norms at scale 1 and shift 0; ``seed`` makes them
     reproducible. GPT-2 draws the same way but also scales the output
     projections of the residual branches (``attn.proj``, ``mlp[2]``) by
-    1/sqrt(2 n_layers); TinyGPT does not.
+    1/sqrt(2 n_layers); TinyGPT does not. `from_gpt2` loads GPT-2's weights.
 
     Parameters
     ----------
@@ -320,26 +332,34 @@ class TinyGPT(nn.Module):
         ``pos_emb`` (it is None); every attention layer turns its queries and
         keys by `attnbook.layer.rope` instead, at the same positions (with
         ``real``, the real tokens before each), as LLaMA does.
+    activation, bias : optional
+        The blocks' GELU and biases, as in `Block` ("gelu_tanh" is GPT-2's).
+    tied : bool, default True
+        Weight tying; False gives the readout ``head`` a matrix of its own.
     """
 
     def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int,
                  max_len: int, n_kv_heads: int | None = None, pre_ln: bool = True,
-                 seed: int = 0, rope: str | None = None):
+                 seed: int = 0, rope: str | None = None, *, activation: str = "gelu",
+                 bias: bool = True, tied: bool = True):
         super().__init__()
         vocab, n_layers = positive_int(vocab, "vocab"), positive_int(n_layers, "n_layers")
         max_len = positive_int(max_len, "max_len")
         d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
         seed, pre_ln = integer_at_least(seed, "seed", 0), flag(pre_ln, "pre_ln")
+        tied = flag(tied, "tied")
         rope_option(rope, 10000.0, d_model // n_heads)            # checked before any draw
         self.vocab, self.max_len, self.pre_ln = vocab, max_len, pre_ln
         with torch.random.fork_rng(devices=[]):        # torch's default init draws
             self.tok_emb = nn.Embedding(vocab, d_model)
             self.pos_emb = nn.Embedding(max_len, d_model) if rope is None else None
             self.blocks = nn.ModuleList(Block(d_model, n_heads, n_kv_heads, max_len, pre_ln,
-                                              rope) for _ in range(n_layers))
+                                              rope, activation=activation, bias=bias)
+                                        for _ in range(n_layers))
             self.ln_f = nn.LayerNorm(d_model) if pre_ln else nn.Identity()
             self.head = nn.Linear(d_model, vocab, bias=False)
-        self.head.weight = self.tok_emb.weight                    # weight tying
+        if tied:
+            self.head.weight = self.tok_emb.weight                # weight tying
         generator = torch.Generator().manual_seed(seed)
         with torch.no_grad():
             for module in self.modules():       # (nothing to draw on the meta device)
@@ -348,6 +368,8 @@ class TinyGPT(nn.Module):
                                                     generator=generator) * 0.02)
                 if isinstance(module, nn.Linear) and module.bias is not None:
                     module.bias.zero_()
+
+    from_gpt2 = classmethod(from_gpt2)       # GPT-2's weights: attnbook/_gpt2.py
 
     def _embed(self, idx, cache=None, real=None) -> torch.Tensor:
         """Token plus position embeddings, (batch, n, d_model), with the checks."""

@@ -217,3 +217,68 @@ def test_the_chapter_14_classes_load_lazily_from_attnbook_nn():
     assert proc.returncode == 0, proc.stderr
     with pytest.raises(AttributeError, match="no attribute 'Blocks'"):
         abn.Blocks  # noqa: B018
+
+
+# --- the options GPT-2 needs (TinyGPT.from_gpt2 against transformers: test_gpt2.py) ---
+
+def n_params(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize("pre_ln", [True, False])
+def test_block_with_the_tanh_gelu_matches_torchs_encoder_layer_with_it(pre_ln):
+    torch.manual_seed(2)
+    block = Block(16, 4, pre_ln=pre_ln, activation="gelu_tanh").double().eval()
+    ref = encoder_layer_like(block)
+    ref.activation = lambda t: F.gelu(t, approximate="tanh")   # no fused fast path:
+    ref.activation_relu_or_gelu = 0                          # it would use the exact GELU
+    x = torch.randn(2, 7, 16, dtype=F64) * 3                   # where the two GELUs differ
+    mask = nn.Transformer.generate_square_subsequent_mask(7, dtype=F64)
+    with torch.no_grad():
+        out, _ = block(x)
+        want = ref(x, src_mask=mask, is_causal=True)
+    torch.testing.assert_close(out, want, rtol=0, atol=1e-12)
+
+
+def test_the_tanh_gelu_is_gpt2s_formula_and_not_the_exact_one():
+    x = torch.linspace(-5, 5, 101, dtype=F64)
+    mlp = Block(4, 1, activation="gelu_tanh").mlp[1]
+    gpt2 = 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    torch.testing.assert_close(mlp(x), gpt2, rtol=0, atol=1e-15)
+    assert (mlp(x) - Block(4, 1).mlp[1](x)).abs().max() > 1e-4
+
+
+@pytest.mark.parametrize("n_kv_heads", [None, 1])
+def test_bias_false_drops_every_linear_bias_and_keeps_the_layer_norm_shifts(n_kv_heads):
+    with_bias = Block(8, 2, n_kv_heads)
+    without = Block(8, 2, n_kv_heads, bias=False)
+    linears = [m for m in without.modules() if isinstance(m, nn.Linear)]
+    assert len(linears) == (4 if n_kv_heads is None else 5)
+    assert all(m.bias is None for m in linears)
+    assert without.ln1.bias is not None and without.ln2.bias is not None
+    n_biases = sum(m.bias.numel() for m in with_bias.modules() if isinstance(m, nn.Linear))
+    assert n_params(with_bias) - n_params(without) == n_biases
+    x = torch.randn(2, 5, 8)
+    assert without(x)[0].shape == (2, 5, 8)
+
+
+def test_an_untied_readout_is_a_matrix_of_its_own_that_forward_uses():
+    model = TinyGPT(20, 16, 2, 2, 8, tied=False).double()
+    tied = TinyGPT(20, 16, 2, 2, 8)
+    assert model.head.weight is not model.tok_emb.weight
+    assert not torch.equal(model.head.weight.float(), model.tok_emb.weight.float())
+    assert n_params(model) == n_params(tied) + 20 * 16
+    idx = torch.randint(0, 20, (2, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        logits, _ = model(idx)
+        ref = model.ln_f(model.stream(idx).sum(0)) @ model.head.weight.T
+    torch.testing.assert_close(logits, ref, rtol=0, atol=1e-12)
+
+
+def test_the_default_options_are_the_models_the_chapters_build():
+    a = TinyGPT(20, 16, 2, 2, 8, seed=4)
+    b = TinyGPT(20, 16, 2, 2, 8, seed=4, activation="gelu", bias=True, tied=True)
+    assert a.head.weight is a.tok_emb.weight
+    assert a.blocks[0].mlp[1].approximate == "none"
+    for (name, p), (_, q) in zip(a.state_dict().items(), b.state_dict().items(), strict=True):
+        assert torch.equal(p, q), name
