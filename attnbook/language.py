@@ -135,14 +135,14 @@ def log_prob(text: str, relative: float = 0.4, adjective: float = 0.3,
     def phrase(i: int) -> tuple[float, int]:
         # determiner (one of 2), maybe an adjective (one of 3), noun (one of 4)
         has_adjective = words[i + 1] in ADJECTIVES
-        lp = _log(0.5 / 4) + (_log(adjective / 3) if has_adjective
+        lp = _log(0.5 / 4) + (_log(adjective) - math.log(3) if has_adjective
                                    else _log(1 - adjective))
         return lp, i + 2 + has_adjective
 
     def verbs(i: int) -> tuple[float, int]:
         if any(words[i] in WORDS["transitive"][p] for p in (0, 1)):
             lp, j = phrase(i + 1)
-            return _log(transitive / 3) + _log(0.5) + lp, j
+            return _log(transitive) - math.log(3) + _log(0.5) + lp, j
         return _log((1 - transitive) / 2), i + 1
 
     lp, i = phrase(0)
