@@ -13,20 +13,25 @@ STAMP  := $(VENV)/.installed
 help:
 	@sed -n '2,6p' Makefile
 
-$(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json
+# On Linux, torch's CPU build comes from PyTorch's CPU index (PyPI's default
+# Linux wheel is the CUDA build, gigabytes the book does not use); if that
+# index cannot be reached, the default index. `make book TORCH_INDEX=` takes
+# the default index on purpose (CUDA). See tools/install.py.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+export TORCH_INDEX
+
+$(STAMP): requirements.txt pyproject.toml tools/jupyterlab-overrides.json tools/install.py
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else \
 	  "Python 3.11 or newer is required (found %d.%d); set PYTHON=python3.11" % sys.version_info[:2])'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade "pip>=23"
-	$(BIN)/python -m pip install --quiet -r requirements.txt
-	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	@$(BIN)/python -m tools.install
 	@# JupyterLab: no news or update checks (the book is meant to work offline)
 	@mkdir -p $(VENV)/share/jupyter/lab/settings
 	@cp tools/jupyterlab-overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	@touch $(STAMP)
 
 book: $(STAMP)
-	$(BIN)/python -m tools.build
+	@$(BIN)/python -m tools.build
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 --dist loadgroup -rP --durations=20

@@ -414,6 +414,10 @@ def test_github_workflow_is_valid_and_runs_the_ci_script_then_publishes_the_book
     upload = next(s for s in steps if s.get("uses", "").startswith("actions/upload-pages-artifact"))
     assert upload["with"]["path"] == "_build/html"
     assert jobs["deploy"]["needs"] == "test"
+    # every Python the README supports, and make (not the workflow) installs torch
+    assert jobs["test"]["strategy"]["matrix"]["python"] == ["3.11", "3.12", "3.13"]
+    assert "3.11–3.13" in (ROOT / "README.md").read_text()
+    assert not any("torch" in s.get("run", "") for s in steps)
 
 
 def test_glue_without_myst_nb_is_a_no_op(monkeypatch):
