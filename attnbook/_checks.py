@@ -149,7 +149,20 @@ def _real_scalar(x, name: str, expected: str) -> float:
         x = x.item()
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be {expected}, got {type(x).__name__} {x!r}")
-    return float(x)
+    try:
+        return float(x)
+    except OverflowError:                           # an int beyond float64, e.g. 10**400
+        raise ValueError(f"{name} must be {expected} that fits a float64 (at most about "
+                         f"1.8e308); got an integer of {len(str(abs(int(x))))} digits") from None
+
+
+def sequence(x, name: str, of: str) -> list:
+    """`x` as a list if it is a sequence (not a string), else a TypeError saying
+    `name` must be a sequence `of` what."""
+    if isinstance(x, (str, bytes, dict)) or not hasattr(x, "__len__") \
+            or not hasattr(x, "__iter__"):
+        raise TypeError(f"{name} must be a sequence of {of}, got {type(x).__name__} {x!r}")
+    return list(x)
 
 
 def positive_number(x, name: str) -> float:
@@ -354,6 +367,7 @@ def training_args(steps, weights, losses, index):
         if a.size == 0:
             raise ValueError(f"{name} must not be empty; got shape {a.shape}")
         require_finite(a, name)
+    require_between(w, "weights", 0, 1, "attention weights")
     if (steps < 0).any() or (steps > len(losses)).any() or (steps != np.round(steps)).any():
         raise ValueError(f"steps must be whole numbers in [0, n_steps] = [0, {len(losses)}] "
                          f"(losses has one entry per step); got {_short(steps)}")
@@ -419,9 +433,11 @@ def as_ids(x, name: str, n: int | None = None, what: str = "vocab", hint: str = 
     if a.dtype == object and a.size and all(
             isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
             for v in a.ravel()):
-        big = next(v for v in a.ravel() if not -2 ** 63 <= v < 2 ** 63)
-        raise ValueError(f"{name} must hold ids in [0, 2**63) (they are stored as int64); "
-                         f"got {big}")
+        big = [v for v in a.ravel() if not -2 ** 63 <= v < 2 ** 63]
+        if big:
+            raise ValueError(f"{name} must hold ids in [0, 2**63) (they are stored as "
+                             f"int64); got {big[0]}")
+        a = a.astype(np.int64)                       # Python ints that fit int64
     if a.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer ids, got dtype {a.dtype} "
                         f"(value {_short(a)})")

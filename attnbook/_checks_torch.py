@@ -39,10 +39,21 @@ def token_ids(t, name: str, vocab: int, layout: str = "(batch, n)", ndim: int = 
     if t.dim() != ndim or (max_len is not None and not 1 <= t.shape[-1] <= max_len):
         limit = "" if max_len is None else f" with 1 <= n <= max_len = {max_len}"
         raise ValueError(f"{name} must have shape {layout}{limit}; got {tuple(t.shape)}")
-    if t.numel() and (int(t.min()) < 0 or int(t.max()) >= vocab):
-        raise ValueError(f"{name} must hold ids in [0, vocab) = [0, {vocab}); got ids from "
-                         f"{int(t.min())} to {int(t.max())}")
+    if t.numel():
+        low, high = id_range(t)
+        if low < 0 or high >= vocab:
+            raise ValueError(f"{name} must hold ids in [0, vocab) = [0, {vocab}); got ids "
+                             f"from {low} to {high}")
     return t
+
+
+def id_range(t: torch.Tensor) -> tuple[int, int]:
+    """(smallest, largest) id of a non-empty integer tensor as Python ints; torch
+    has no min or max for uint16, uint32 and uint64, so those go through numpy."""
+    if t.dtype in (torch.uint16, torch.uint32, torch.uint64):
+        a = t.detach().cpu().numpy()
+        return int(a.min()), int(a.max())
+    return int(t.min()), int(t.max())
 
 
 def require_finite_tensor(x: torch.Tensor, name: str, allow_neg_inf: bool = False) -> None:
@@ -271,10 +282,10 @@ def check_target(model, xs: tuple[torch.Tensor, ...], target, run: bool = True) 
         if tuple(y.shape) != expected:
             raise ValueError(f"target must have shape {expected} (the logits' shape minus "
                              f"the last axis); got {tuple(y.shape)}")
-        if int(y.min()) < 0 or int(y.max()) >= logits.shape[-1]:
+        low, high = id_range(y)
+        if low < 0 or high >= logits.shape[-1]:
             raise ValueError(f"target must hold class ids in [0, {logits.shape[-1] - 1}] "
-                             f"(one per logit); got values from {int(y.min())} to "
-                             f"{int(y.max())}")
+                             f"(one per logit); got values from {low} to {high}")
     return y.long()
 
 

@@ -129,7 +129,8 @@ def rope(x, positions=None, base: float = 10000.0, layout: str = "adjacent") -> 
         # LLaMA's form: pair c as the complex number x[2c] + i x[2c+1], times e^(i angle)
         turn = torch.complex(cos, sin).to(x.device, torch.complex128 if x.dtype ==
                                           torch.float64 else torch.complex64)
-        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2))  # (..., n, d/2)
+        pairs = torch.view_as_complex(                                   # (..., n, d/2)
+            x.contiguous().reshape(*x.shape[:-1], d // 2, 2))   # any strides: a copy if need be
         out = torch.view_as_real(pairs * turn).flatten(-2)                # (..., n, d)
     else:
         cos, sin = cos.to(x.device, x.dtype), sin.to(x.device, x.dtype)   # (..., n, d/2)
@@ -299,6 +300,32 @@ class CausalSelfAttention(nn.Module):
         return Attention(output, weights)
 
 
+def _check_heads(q, k, v, allowed, dtype) -> None:
+    """causal_heads' arguments: float tensors of one dtype and matching shapes, a
+    bool mask that broadcasts, a floating dtype; else a clear error."""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor) or not t.dtype.is_floating_point or t.dim() != 4:
+            raise TypeError(f"{name} must be a float torch tensor of shape (batch, h, n, "
+                            f"d_head), got " + (f"dtype {t.dtype}, shape {tuple(t.shape)}"
+                                                if isinstance(t, torch.Tensor)
+                                                else type(t).__name__))
+    require_same_dtype(q, "q", k=k, v=v)
+    b, h, n, d = q.shape
+    if k.shape[:2] != (b, h) or k.shape[-1] != d or v.shape[:3] != k.shape[:3]:
+        raise ValueError(f"k and v must have shape (batch, h, n_k, d_head) = ({b}, {h}, n_k, "
+                         f"{d}) like q {tuple(q.shape)}; got k {tuple(k.shape)}, "
+                         f"v {tuple(v.shape)}")
+    n_k = k.shape[2]
+    if not isinstance(allowed, torch.Tensor) or allowed.dtype != torch.bool \
+            or tuple(allowed.shape) not in ((n, n_k), (b, 1, n, n_k)):
+        raise TypeError(f"allowed must be a bool torch tensor of shape (n, n_k) = ({n}, {n_k}) "
+                        f"or (batch, 1, n, n_k) = ({b}, 1, {n}, {n_k}); got "
+                        + (f"dtype {allowed.dtype}, shape {tuple(allowed.shape)}"
+                           if isinstance(allowed, torch.Tensor) else type(allowed).__name__))
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype, got {dtype!r}")
+
+
 def causal_heads(q, k, v, allowed, dtype, dropout=None):
     """softmax(q kᵀ / √d_head) v over the allowed keys, head by head.
 
@@ -324,6 +351,7 @@ def causal_heads(q, k, v, allowed, dtype, dropout=None):
         The output, each head's.
     weights : torch.Tensor, shape (batch, h, n, n_k)
     """
+    _check_heads(q, k, v, allowed, dtype)
     scores = widened(q) @ widened(k).transpose(-2, -1) / math.sqrt(q.shape[-1])
     require_finite_scores(scores, allowed, "q @ kᵀ / sqrt(d_head) must be finite; rescale "
                           "x, or use float64")

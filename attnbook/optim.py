@@ -107,7 +107,8 @@ class Adam:
         TypeError
             If `loss` is not a tensor with one element.
         ValueError
-            If `loss` is NaN or infinite (the step would make every parameter NaN).
+            If `loss` is NaN or infinite (the step would make every parameter NaN),
+            or does not depend on the parameters.
         """
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1 \
                 or not loss.dtype.is_floating_point:
@@ -117,9 +118,16 @@ class Adam:
         if not torch.isfinite(loss.detach()).all():
             raise ValueError(f"loss must be finite, got {loss.item()}: its gradient would "
                              f"turn the parameters into NaN")
+        if not loss.requires_grad:
+            raise ValueError("loss must be computed from the parameters (it has no "
+                             "gradient: requires_grad is False, for instance under "
+                             "torch.no_grad() or from detached tensors)")
         for p in self.params:
             p.grad = None
         loss.backward()
+        if all(p.grad is None for p in self.params):
+            raise ValueError("loss does not depend on any of the optimiser's parameters: "
+                             "backward gave none of them a gradient, so nothing would move")
         self.step()
         return loss.item()
 

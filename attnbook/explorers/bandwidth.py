@@ -6,7 +6,14 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import plots
-from .._checks import as_real, index_into, positive_number, require_finite, require_ndim
+from .._checks import (
+    as_real,
+    index_into,
+    positive_number,
+    require_finite,
+    require_ndim,
+    sequence,
+)
 from ..kernel import nadaraya_watson
 from .explorer import Explorer, steady_ticks
 
@@ -57,7 +64,8 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
     if not x_train.size or not x_test.size:
         raise ValueError(f"x_train and x_test must not be empty; got shapes {x_train.shape} "
                          f"and {x_test.shape}")
-    bandwidths = [positive_number(h, f"bandwidths[{i}]") for i, h in enumerate(bandwidths)]
+    bandwidths = [positive_number(h, f"bandwidths[{i}]")
+                  for i, h in enumerate(sequence(bandwidths, "bandwidths", "numbers > 0"))]
     if not bandwidths:
         raise ValueError("bandwidths must hold at least one bandwidth; got none")
     order = np.argsort(x_train)

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import plots
-from .._checks import index_into, positive_int
+from .._checks import index_into, positive_int, sequence
 from ..analysis import dk_statistics
 from ..core import softmax
 from .explorer import Explorer, steady_ticks
@@ -39,18 +39,20 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2**i for i in range(11
     Explorer
         The slider over d_ks.
     """
-    d_ks = [positive_int(d, f"d_ks[{i}]") for i, d in enumerate(d_ks)]
+    d_ks = [positive_int(d, f"d_ks[{i}]")
+            for i, d in enumerate(sequence(d_ks, "d_ks", "whole numbers > 0"))]
     if not d_ks:
         raise ValueError("d_ks must hold at least one d_k; got none")
-    index = index_into(index, len(d_ks))
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise TypeError(f"seed must be an integer >= 0, got {type(seed).__name__} {seed!r}")
     n_queries, n_keys = 200, 16
+    n_show = sequence(n_show, "n_show", "two whole numbers (queries, keys)")
     if len(n_show) != 2:
         raise ValueError(f"n_show must be (queries, keys) to show; got {n_show!r}")
     for name, n, top in (("n_show[0]", n_show[0], n_queries), ("n_show[1]", n_show[1], n_keys)):
         if positive_int(n, name) > top:
             raise ValueError(f"{name} must be at most {top}, the number drawn; got {n}")
+    index = index_into(index, len(d_ks))
     stats = dk_statistics(d_ks, np.random.default_rng(seed), n_q=n_queries, n_k=n_keys)
     nq, nk = n_show
     fig, axes = plots.new_figure(10.5, 6.2, nrows=2, ncols=3)

@@ -7,7 +7,14 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from .. import plots
-from .._checks import as_real, index_into, labels_for, require_finite, require_ndim
+from .._checks import (
+    as_real,
+    index_into,
+    labels_for,
+    require_between,
+    require_finite,
+    require_ndim,
+)
 from .explorer import Explorer
 
 
@@ -44,6 +51,7 @@ def explore_heads(weights, tokens: Sequence[str], index: int = 0) -> Explorer:
                          f"row and column per token, with at least one layer, head and "
                          f"token; got {w.shape}")
     require_finite(w, "weights")
+    require_between(w, "weights", 0, 1, "attention weights")
     labels_for(tokens, "tokens", n, strings=True, optional=False)
     index = index_into(index, n_layers * n_heads)
     heads = [(layer, head) for layer in range(n_layers) for head in range(n_heads)]

@@ -6,7 +6,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import plots
-from .._checks import as_real, index_into, labels_for, positive_number, require_finite, require_ndim
+from .._checks import (
+    as_real,
+    index_into,
+    labels_for,
+    positive_number,
+    require_finite,
+    require_ndim,
+    sequence,
+)
 from ..core import softmax
 from .explorer import Explorer
 
@@ -50,9 +58,9 @@ def explore_temperature(scores, labels: Sequence[str], values=None,
         raise ValueError(f"values must have shape {s.shape} like scores; got {v.shape}")
     if v is not None:
         require_finite(v, "values")
-    temps = [positive_number(t, f"temperatures[{i}]") for i, t in enumerate(
+    temps = [positive_number(t, f"temperatures[{i}]") for i, t in enumerate(sequence(
         temperatures if temperatures is not None else
-        (0.01, 0.03, 0.1, 0.3, 0.5, 1, 2, 3, 10, 30, 100))]
+        (0.01, 0.03, 0.1, 0.3, 0.5, 1, 2, 3, 10, 30, 100), "temperatures", "numbers > 0"))]
     if not temps:
         raise ValueError("temperatures must hold at least one temperature; got none")
     if index is None:
