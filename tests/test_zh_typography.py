@@ -322,8 +322,9 @@ def test_glossary_chinese_names_are_in_the_index_and_search(built_book):
     text = (zh / "searchindex.js").read_text(encoding="utf-8")
     entries = json.loads(text[text.index("(") + 1:text.rindex(")")])["indexentries"]
     index = (zh / "genindex.html").read_text(encoding="utf-8")
+    # the search index keys its entries in lower case (K 组合 as "k 组合", KV cache as "kv cache")
     missing = [f"{e.term} / {zh_name}" for e in glossary_entries() for zh_name, _, _ in e.chinese
-               if zh_name not in entries or f"<strong>{zh_name}</strong>" not in index]
+               if zh_name.lower() not in entries or f"<strong>{zh_name}</strong>" not in index]
     assert not missing, missing
     assert entries["消融"] == entries["ablation"]
 

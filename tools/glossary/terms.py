@@ -33,6 +33,7 @@ ALIASES = {
     "saturation": ["saturated", "saturates", "saturate"],
     "nonparametric attention pooling": ["parametric attention pooling"],
     "lookup": ["look-up"],
+    "readout": ["unembedding"],
 }
 
 
