@@ -35,6 +35,7 @@ from ._checks import (
     require_finite_scores,
     require_ndim,
 )
+from ._checks_core import attention_inputs, self_attention_inputs, valid_lens_bool
 
 __all__ = ["softmax", "masked_softmax", "valid_lens_mask", "scaled_dot_product_attention",
            "self_attention", "causal_mask", "Attention", "SelfAttention"]
@@ -139,7 +140,7 @@ def masked_softmax(scores, mask=None, valid_lens=None, axis: int = -1) -> np.nda
         if ax != scores.ndim - 1:
             raise ValueError(f"valid_lens counts keys along the last axis; it "
                              f"cannot be combined with axis={axis}")
-        allowed = allowed & _valid_lens_mask(valid_lens, scores.shape)
+        allowed = allowed & valid_lens_bool(valid_lens, scores.shape)
     return _softmax(np.where(allowed, scores, -np.inf), ax)
 
 
@@ -184,31 +185,7 @@ def valid_lens_mask(valid_lens, shape) -> np.ndarray:
         raise TypeError(f"shape must be a non-empty tuple of integers >= 0, the shape "
                         f"(..., n_q, n_k) of the scores; got {shape!r}")
     shape = tuple(int(n) for n in shape)
-    return np.broadcast_to(_valid_lens_mask(valid_lens, shape), shape).copy()
-
-
-def _valid_lens_mask(valid_lens, shape: tuple[int, ...]) -> np.ndarray:
-    """Boolean mask broadcastable to `shape` = (..., n_q, n_k) from per-row or
-    per-query lengths, checked."""
-    n_k = shape[-1]
-    lens = np.asarray(valid_lens.detach().cpu().numpy()
-                      if hasattr(valid_lens, "detach") else valid_lens)
-    if lens.dtype == np.bool_ or not np.issubdtype(lens.dtype, np.integer):
-        raise TypeError(f"valid_lens must hold integers, got dtype {lens.dtype}")
-    per_query, per_row = shape[:-1], shape[:-2]
-    if lens.shape == per_query:
-        lens = lens[..., None]                               # (..., n_q, 1)
-    elif len(shape) >= 2 and lens.shape == per_row:
-        lens = lens[..., None, None]                         # (..., 1, 1)
-    else:
-        expected = f"{per_row} (one per row of the batch) or {per_query} " \
-                   f"(one per query)" if len(shape) >= 2 else f"{per_query}"
-        raise ValueError(f"valid_lens must have shape {expected} for scores of "
-                         f"shape {shape}; got shape {lens.shape}")
-    if lens.size and (lens.min() < 0 or lens.max() > n_k):
-        bad = lens[(lens < 0) | (lens > n_k)].ravel()[0]
-        raise ValueError(f"valid_lens must lie in [0, n_k] = [0, {n_k}]; got {bad}")
-    return np.arange(n_k) < lens                             # (..., n_q, n_k)
+    return np.broadcast_to(valid_lens_bool(valid_lens, shape), shape).copy()
 
 
 class Attention(NamedTuple):
@@ -348,24 +325,7 @@ def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
         (..., n, n), with the attributes ``Q``, ``K``, ``V`` and ``scores``
         (already scaled, taken before the softmax).
     """
-    X = as_real(X, "X")
-    require_ndim(X, "X", ">=2", "(..., n, d_model)")
-    require_finite(X, "X")
-    d_model = X.shape[-1]
-    projections = []
-    for name, W in (("W_q", W_q), ("W_k", W_k), ("W_v", W_v)):
-        W = as_real(W, name)
-        require_ndim(W, name, (2,), "(d_model, d_out)")
-        if W.shape[0] != d_model:
-            raise ValueError(f"{name} must have shape (d_model, d_out) = "
-                             f"({d_model}, d_out) to multiply X of shape "
-                             f"{X.shape}; got {name} of shape {W.shape}")
-        require_finite(W, name)
-        projections.append(W)
-    W_q, W_k, W_v = projections
-    if W_q.shape[1] != W_k.shape[1]:
-        raise ValueError(f"W_q and W_k must give queries and keys of the same "
-                         f"width d_k; got W_q {W_q.shape} and W_k {W_k.shape}")
+    X, W_q, W_k, W_v = self_attention_inputs(X, W_q, W_k, W_v)
     with np.errstate(over="ignore", invalid="ignore"):   # an overflow is named below
         Q, K, V = X @ W_q, X @ W_k, X @ W_v      # (..., n, d_k), (..., n, d_k), (..., n, d_v)
     scores, weights, output = _attend(Q, K, V, mask, scale,
@@ -376,49 +336,10 @@ def self_attention(X, W_q, W_k, W_v, mask=None, scale=None) -> SelfAttention:
 def _attend(Q, K, V, mask, scale, names, valid_lens=None):
     """Checked attention; returns (scores, weights, output)."""
     nq, nk, nv = names
-    Q, K, V = as_real(Q, nq), as_real(K, nk), as_real(V, nv)
-    require_ndim(Q, nq, ">=1", "(..., n_q, d_k) or (d_k,)")
-    require_ndim(K, nk, ">=2", "(..., n_k, d_k)")
-    require_ndim(V, nv, ">=1", "(..., n_k, d_v) or (n_k,)")
+    Q, K, V, scale, allowed = attention_inputs(Q, K, V, mask, scale, names, valid_lens)
     one_query, scalar_values = Q.ndim == 1, V.ndim == 1
     Q2 = Q[None, :] if one_query else Q                      # (..., n_q, d_k)
     V2 = V[:, None] if scalar_values else V                  # (..., n_k, d_v)
-    n_k, d_k = K.shape[-2], K.shape[-1]
-    if Q2.shape[-1] != d_k:
-        raise ValueError(f"{nq} and {nk} must share d_k (their last axis): "
-                         f"expected {nq} (..., n_q, {d_k}) to match {nk} of shape "
-                         f"{K.shape}; got {nq} of shape {Q.shape}")
-    if d_k == 0:
-        raise ValueError(f"d_k must be at least 1; got {nk} of shape {K.shape}")
-    if n_k == 0:
-        raise ValueError(f"there must be at least one key; got {nk} of shape "
-                         f"{K.shape} (n_k = 0)")
-    if V2.shape[-2] != n_k:
-        expected = f"({n_k},) or (..., {n_k}, d_v)"
-        raise ValueError(f"{nv} must have one row per key: expected {expected} "
-                         f"to match {nk} of shape {K.shape}; got {nv} of shape "
-                         f"{V.shape}")
-    try:
-        batch = np.broadcast_shapes(Q2.shape[:-2], K.shape[:-2], V2.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the batch dimensions of {nq} {Q.shape[:-2]}, {nk} "
-                         f"{K.shape[:-2]} and {nv} {V.shape[:-2]} do not "
-                         f"broadcast together") from None
-    for name, a in ((nq, Q), (nk, K), (nv, V)):
-        require_finite(a, name)
-    scale = 1.0 / np.sqrt(d_k) if scale is None else positive_number(scale, "scale")
-    scores_shape = batch + (Q2.shape[-2], n_k)
-    allowed = None
-    if mask is not None:
-        shown = scores_shape[:-2] + (n_k,) if one_query else scores_shape
-        allowed = as_mask(mask, "mask", shown)
-        if one_query:
-            allowed = allowed[..., None, :]
-    if valid_lens is not None:
-        lens = _valid_lens_mask(valid_lens, scores_shape[:-2] + (n_k,) if one_query
-                                else scores_shape)
-        lens = lens[..., None, :] if one_query else lens
-        allowed = lens if allowed is None else allowed & lens
 
     scores = scaled_scores(Q2, K, scale)                     # (..., n_q, n_k)
     require_finite_scores(scores, allowed, f"scale * {nq} @ {nk}ᵀ must be finite where the "

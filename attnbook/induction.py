@@ -18,15 +18,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._checks import (
-    as_distribution,
-    as_real,
-    generator,
-    integer_at_least,
-    positive_int,
-    positive_number,
-    require_ndim,
-)
+from ._checks import generator, integer_at_least, positive_int, positive_number
+from ._checks_induction import attention_weights, halves_range, keep_mask
 from ._checks_torch import id_tensor, require_finite_result
 from .layer import causal_heads, register_causal_mask, rope
 from .optim import Adam, one_thread
@@ -164,7 +157,7 @@ class AttentionOnly(nn.Module):
         if not 1 <= tokens.shape[1] <= self.max_len:
             raise ValueError(f"tokens must have shape (batch, n) with 1 <= n <= max_len = "
                              f"{self.max_len}; got {tuple(tokens.shape)}")
-        keep = _keep(ablate, self.n_layers, self.n_heads)            # (n_layers, n_heads)
+        keep = keep_mask(ablate, self.n_layers, self.n_heads)        # (n_layers, n_heads)
         x = self.tok_emb(tokens)                                     # (batch, n, d_model)
         weights = []
         for layer, keep_l in zip(self.layers, keep, strict=True):
@@ -174,23 +167,6 @@ class AttentionOnly(nn.Module):
         logits = self.unembed(x)                                     # (batch, n, vocab)
         require_finite_result(logits, "the logits unembed(x)")
         return logits, torch.stack(weights, dim=1)                   # (batch, L, h, n, n)
-
-def _keep(ablate, n_layers: int, n_heads: int) -> torch.Tensor:
-    """(n_layers, n_heads) bools: False for each (layer, head) pair in `ablate`."""
-    keep = torch.ones(n_layers, n_heads, dtype=torch.bool)
-    try:
-        pairs = [tuple(p) for p in ablate]
-    except TypeError:
-        raise TypeError(f"ablate must be a sequence of (layer, head) pairs, got "
-                        f"{ablate!r}") from None
-    for pair in pairs:
-        if len(pair) != 2 or not all(isinstance(i, (int, np.integer)) and not isinstance(i, bool)
-                                     for i in pair) \
-                or not (0 <= pair[0] < n_layers and 0 <= pair[1] < n_heads):
-            raise ValueError(f"ablate must hold (layer, head) pairs with layer in [0, "
-                             f"{n_layers - 1}] and head in [0, {n_heads - 1}]; got {pair!r}")
-        keep[pair] = False
-    return keep
 
 
 class InductionRun(NamedTuple):
@@ -250,7 +226,7 @@ def train_induction(model: AttentionOnly, steps: int = 600, batch_size: int = 64
     checkpoint_every = positive_int(checkpoint_every, "checkpoint_every")
     seed = integer_at_least(seed, "seed", 0)
     lr = positive_number(lr, "lr")
-    low, high = _halves(halves, model)
+    low, high = halves_range(halves, model)
     rng = np.random.default_rng(seed)
     adam = Adam(list(model.parameters()), lr)
     losses, marks, saved = np.zeros(steps), [], []
@@ -269,19 +245,6 @@ def train_induction(model: AttentionOnly, steps: int = 600, batch_size: int = 64
             losses[step] = adam.descend(loss)
     model.eval()
     return InductionRun(losses, np.array(marks, dtype=int), saved)
-
-
-def _halves(halves, model: AttentionOnly) -> tuple[int, int]:
-    try:
-        low, high = halves
-    except (TypeError, ValueError):
-        raise TypeError(f"halves must be a pair (smallest, largest), got {halves!r}") from None
-    low, high = positive_int(low, "halves[0]"), positive_int(high, "halves[1]")
-    if low > high or high > model.vocab or 2 * high - 1 > model.max_len:
-        raise ValueError(f"halves must satisfy 1 <= smallest <= largest <= vocab = "
-                         f"{model.vocab} and 2 * largest - 1 <= max_len = {model.max_len}; "
-                         f"got {halves!r}")
-    return low, high
 
 
 def next_token_losses(model: AttentionOnly, tokens, ablate=()):
@@ -321,35 +284,6 @@ def next_token_losses(model: AttentionOnly, tokens, ablate=()):
     return losses.double().numpy(), weights.double().numpy()
 
 
-def _weights(weights) -> np.ndarray:
-    """weights (batch, n_heads, n, n) as float64, checked to be attention weights:
-    at least one sequence, n >= 2, each row >= 0 summing to 1 (or all 0, a masked
-    query) within the rounding of the precision the numbers carry."""
-    w = as_real(weights, "weights")
-    require_ndim(w, "weights", (4,), "(batch, n_heads, n, n)")
-    if w.shape[-1] != w.shape[-2] or w.shape[-1] < 2 or w.shape[0] == 0:
-        raise ValueError(f"weights must have shape (batch, n_heads, n, n) with batch >= 1 "
-                         f"and n >= 2, one row and one column per position; got {w.shape}")
-    as_distribution(_as_carried(weights, w), "weights")
-    return w
-
-
-def _as_carried(weights, w: np.ndarray):
-    """`w` in the narrowest float dtype that holds each of its values exactly, when it
-    arrived as float64: the weights of a float32 or float16 model that
-    `next_token_losses` widened to float64 still sum to 1 only within that
-    dtype's rounding, which `as_distribution` reads from the dtype it gets."""
-    if getattr(weights, "dtype", np.float64) not in (np.float64, torch.float64):
-        return weights                                  # its own dtype says its precision
-    with np.errstate(over="ignore"):
-        if np.array_equal(w.astype(np.float16), w):
-            return w.astype(np.float16)
-    bf16 = torch.from_numpy(w).bfloat16()            # bfloat16's values are all float32's
-    if torch.equal(bf16.double(), torch.from_numpy(w)):
-        return bf16
-    return w.astype(np.float32) if np.array_equal(w.astype(np.float32), w) else w
-
-
 def previous_token_scores(weights) -> np.ndarray:
     """Each head's mean weight from position i on position i - 1.
 
@@ -373,7 +307,7 @@ def previous_token_scores(weights) -> np.ndarray:
         If `weights` has another shape, an empty batch, NaN or inf, a
         negative weight or a row that does not sum to 1 (or 0).
     """
-    w = _weights(weights)
+    w = attention_weights(weights)
     i = np.arange(1, w.shape[-1])
     return w[..., i, i - 1].mean(axis=(0, 2))                   # (batch, h, n - 1) -> (h,)
 
@@ -405,7 +339,7 @@ def induction_scores(weights, half: int) -> np.ndarray:
     ValueError
         As `previous_token_scores`, and if n does not fit `half`.
     """
-    w = _weights(weights)
+    w = attention_weights(weights)
     half, n = positive_int(half, "half"), w.shape[-1]
     if not half < n <= 2 * half:
         raise ValueError(f"weights for sequences of two halves of {half} tokens need "

@@ -28,7 +28,8 @@ from ._checks import (
     positive_int,
     positive_number,
 )
-from ._checks_torch import as_index_tensor, id_tensor
+from ._checks_lm import real_mask, require_fits, require_module
+from ._checks_torch import id_tensor
 from .layer import KVCache
 from .optim import Adam, one_thread
 
@@ -145,7 +146,7 @@ def masked_loss(logits: torch.Tensor, targets, real):
     if vocab == 0:
         raise ValueError(f"logits must hold at least one score per position (vocab >= 1); "
                          f"got shape {tuple(logits.shape)}")
-    real = _real_mask(real, expected, logits)
+    real = real_mask(real, expected, logits)
     if not real.any():
         raise ValueError("real must mark at least one target as real; the mean over no "
                          "targets is undefined")
@@ -159,20 +160,6 @@ def masked_loss(logits: torch.Tensor, targets, real):
                          f"{logits[where].item()} at index {where} of logits with shape "
                          f"{tuple(logits.shape)}")
     return nn.functional.cross_entropy(logits[real], targets[real])  # over (n_real, vocab)
-
-
-def _real_mask(real, expected: tuple[int, int], logits: torch.Tensor) -> torch.Tensor:
-    """`real` as a bool tensor of shape `expected` (batch, n), or raise naming it."""
-    if not isinstance(real, (torch.Tensor, np.ndarray)):
-        raise TypeError(f"real must be a tensor of bools, got {type(real).__name__}")
-    real = as_index_tensor(real, "real", logits.device)
-    if real.dtype != torch.bool:
-        raise TypeError(f"real must be a tensor of bools, got {real.dtype}; for 0/1 values "
-                        f"use real.bool()")
-    if tuple(real.shape) != expected:
-        raise ValueError(f"real must have shape (batch, n) = {expected} to match logits "
-                         f"{tuple(logits.shape)}; got {tuple(real.shape)}")
-    return real
 
 
 def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
@@ -204,14 +191,14 @@ def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
     losses : ndarray, shape (n_steps,)
         The training loss at each step.
     """
-    _module(model)
+    require_module(model)
     steps, batch_size = positive_int(steps, "steps"), positive_int(batch_size, "batch_size")
     seed, lr = integer_at_least(seed, "seed", 0), positive_number(lr, "lr")
     idx, real = pad(seqs)                                           # (n_sequences, n)
     if real.sum(1).min() < 2:
         raise ValueError("every sequence in seqs must hold at least two tokens (an input "
                          "and the token that follows it)")
-    _fits(model, idx, real, "seqs", idx.shape[1] - 1)
+    require_fits(model, idx, real, "seqs", idx.shape[1] - 1)
     with torch.no_grad():                  # one sequence, to see what the model returns
         was = model.training
         model.eval()
@@ -222,7 +209,7 @@ def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
         raise TypeError(f"model must return (logits, weights) with logits a float tensor of "
                         f"shape (batch, n, vocab), as TinyGPT does; it returned "
                         f"{type(out).__name__}")
-    _fits(model, idx, real, "seqs", None, out[0].shape[-1])
+    require_fits(model, idx, real, "seqs", None, out[0].shape[-1])
     generator = torch.Generator().manual_seed(seed)
     adam = Adam(list(model.parameters()), lr)
     losses = np.zeros(steps)
@@ -238,34 +225,6 @@ def train(model: nn.Module, seqs, steps: int = 300, batch_size: int = 32,
     finally:
         model.eval()
     return losses
-
-
-def _module(model, blocks: bool = False) -> None:
-    """Raise TypeError unless `model` is a torch module (with ``blocks``, if asked)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module such as TinyGPT, got "
-                        f"{type(model).__name__}")
-    if blocks and not isinstance(getattr(model, "blocks", None), (nn.ModuleList, list, tuple)):
-        raise TypeError(f"model must have a list of blocks, model.blocks, as TinyGPT does "
-                        f"(one KVCache or head hook per block); {type(model).__name__} has none")
-
-
-def _fits(model, idx: torch.Tensor, real: torch.Tensor, name: str, n_in: int | None,
-          vocab: int | None = None) -> None:
-    """The ids of `name` (padded to idx, real) lie in [0, vocab), vocab = model.vocab
-    unless given, and n_in tokens fit model.max_len (either only if the model has it)."""
-    vocab = getattr(model, "vocab", None) if vocab is None else vocab
-    if isinstance(vocab, int):
-        bad = real & (idx >= vocab)                                  # (batch, n)
-        if bad.any():
-            row, col = (int(i) for i in torch.nonzero(bad)[0])
-            at = col - int((~real[row, :col]).sum())                 # less the left padding
-            raise ValueError(f"{name} must hold ids in [0, vocab) = [0, {vocab}), the "
-                             f"model's vocabulary; {name}[{row}][{at}] is {int(idx[row, col])}")
-    max_len = getattr(model, "max_len", None)
-    if n_in is not None and isinstance(max_len, int) and n_in > max_len:
-        raise ValueError(f"{name} must fit the model's max_len = {max_len}: the longest "
-                         f"sequence gives it n = {n_in} tokens")
 
 
 def last_logits(model: nn.Module, prompts) -> torch.Tensor:
@@ -286,9 +245,9 @@ def last_logits(model: nn.Module, prompts) -> torch.Tensor:
     -------
     torch.Tensor, shape (batch, vocab)
     """
-    _module(model)
+    require_module(model)
     idx, real = _pad(prompts, "left", 0, "prompts")                  # (batch, n)
-    _fits(model, idx, real, "prompts", idx.shape[1])
+    require_fits(model, idx, real, "prompts", idx.shape[1])
     with torch.no_grad():
         logits, _ = model(idx, real=real)                            # (batch, n, vocab)
     return logits[:, -1]
@@ -356,7 +315,7 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
         prompts and n_new exceed max_len, `temperature` is negative, NaN or
         inf, or the model's logits are not finite.
     """
-    _module(model, blocks=True)
+    require_module(model, blocks=True)
     n_new = positive_int(n_new, "n_new")
     seed = integer_at_least(seed, "seed", 0)
     if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
@@ -366,7 +325,7 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
         raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got "
                          f"{temperature!r}")
     idx, real = _pad(prompts, "left", 0, "prompts")                  # (batch, n)
-    _fits(model, idx, real, "prompts", None)
+    require_fits(model, idx, real, "prompts", None)
     max_len = getattr(model, "max_len", None)
     if max_len is not None and idx.shape[1] + n_new - 1 > max_len:
         raise ValueError(f"the longest prompt (n = {idx.shape[1]} tokens) and n_new - 1 = "
@@ -419,7 +378,7 @@ def without_heads(model: nn.Module, heads):
     torch.nn.Module
         The model itself.
     """
-    _module(model, blocks=True)
+    require_module(model, blocks=True)
     if isinstance(heads, (str, bytes)) or not hasattr(heads, "__iter__"):
         raise TypeError(f"heads must be a sequence of (layer, head) pairs, got {heads!r}")
     pairs = []

@@ -29,6 +29,7 @@ from ._checks import (
     require_finite,
     require_ndim,
 )
+from ._word_labels import place_labels
 
 __all__ = ["heatmap", "heatmap_grid", "new_figure", "word_scatter", "CMAP", "GROUP_COLORS"]
 
@@ -374,46 +375,6 @@ def heatmap_grid(matrices, titles: Sequence[str] | None = None,
     return fig
 
 
-# where a point's label may go, in points from the point: above right first
-_LABEL_SPOTS = [((4, 4), "left", "bottom"), ((4, -4), "left", "top"),
-                ((-4, 4), "right", "bottom"), ((-4, -4), "right", "top")]
-
-
-def _place_labels(ax, vectors: dict, arrows=()) -> None:
-    """Label each point at the first spot where the label stays inside the axes
-    and covers no earlier label, no other point and no arrow from the origin
-    (above right, below right, above left, below left); if there is none,
-    above right."""
-    ax.margins(x=0.12, y=0.15)        # room for labels at the edges
-    ax.figure.draw_without_rendering()  # run the layout: final axes box and limits
-    frame = ax.get_window_extent()
-    points = {word: ax.transData.transform(v) for word, v in vectors.items()}
-    along = np.linspace(0.0, 1.0, 40)[:, None]
-    arrow_points = np.concatenate([ax.transData.transform(along * np.asarray(vectors[w]))
-                                   for w in arrows]) if len(arrows) else np.empty((0, 2))
-    placed = []
-    for word, v in vectors.items():
-        own = points[word]
-        others = [p for w, p in points.items() if w != word]
-        others += [p for p in arrow_points if np.hypot(*(p - own)) > 8]
-        for offset, ha, va in _LABEL_SPOTS:
-            text = ax.annotate(word, v, xytext=offset, textcoords="offset points",
-                               fontsize=9, ha=ha, va=va, annotation_clip=False)
-            text.set_in_layout(False)       # labels must not move the axes they were fitted to
-            box = text.get_window_extent()
-            inside = (frame.x0 <= box.x0 and box.x1 <= frame.x1
-                      and frame.y0 <= box.y0 and box.y1 <= frame.y1)
-            covers = any(box.x0 - 5 <= x <= box.x1 + 5 and box.y0 - 5 <= y <= box.y1 + 5
-                         for x, y in others)
-            if inside and not covers and not any(box.overlaps(b) for b in placed):
-                break
-            text.remove()
-        else:
-            text = ax.annotate(word, v, xytext=(4, 4), textcoords="offset points", fontsize=9)
-            box = text.get_window_extent()
-        placed.append(box)
-
-
 def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from_origin=(),
                  title: str | None = None):
     """2-d word vectors as labelled points, coloured by group.
@@ -471,7 +432,7 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
     ax.axhline(0, color="0.8", lw=0.8, zorder=0)
     ax.axvline(0, color="0.8", lw=0.8, zorder=0)
     ax.set_aspect("equal", adjustable="datalim")
-    _place_labels(ax, vectors, arrows_from_origin)
+    place_labels(ax, vectors, arrows_from_origin)
     ax.set_xlabel("dimension 1")
     ax.set_ylabel("dimension 2")
     if len(groups) > 1:

@@ -15,12 +15,8 @@ import torch
 from torch import nn
 
 from ._checks import choice, flag, integer_at_least, positive_int
-from ._checks_torch import (
-    float_tensor,
-    require_finite_result,
-    require_same_dtype,
-    token_ids,
-)
+from ._checks_torch import require_finite_result, token_ids
+from ._checks_transformer import ACTIVATIONS, block_input, head_counts, n_cached
 from ._gpt2 import from_gpt2
 from .core import Attention
 from .layer import (
@@ -39,36 +35,6 @@ __all__ = ["GroupedQueryAttention", "Block", "TinyGPT"]
 
 def __dir__() -> list[str]:
     return sorted(__all__)
-
-
-def _heads(d_model, n_heads, n_kv_heads) -> tuple[int, int, int]:
-    """Checked (d_model, n_heads, n_kv_heads); n_kv_heads None means n_heads."""
-    d_model, n_heads = positive_int(d_model, "d_model"), positive_int(n_heads, "n_heads")
-    if d_model % n_heads:
-        raise ValueError(f"d_model = {d_model} must be divisible by n_heads = {n_heads}")
-    n_kv_heads = n_heads if n_kv_heads is None else positive_int(n_kv_heads, "n_kv_heads")
-    if n_heads % n_kv_heads:
-        raise ValueError(f"n_kv_heads must divide n_heads = {n_heads} (each key-value "
-                         f"head serves n_heads / n_kv_heads query heads); got "
-                         f"n_kv_heads = {n_kv_heads}")
-    return d_model, n_heads, n_kv_heads
-
-
-_ACTIVATIONS = {"gelu": "exact, x Phi(x)", "gelu_tanh": "the tanh approximation GPT-2 uses"}
-
-
-def _check_x(x, d_model: int, reference: torch.Tensor) -> torch.Tensor:
-    """x as a float tensor (batch, n, d_model) of the parameters' dtype, without
-    NaN or inf (a tensor on the meta device has shapes only, and is not read)."""
-    if isinstance(x, torch.Tensor) and x.is_meta and x.dtype.is_floating_point:
-        pass
-    else:
-        x = float_tensor(x, "x", 3, "(batch, n, d_model)")
-    if x.dim() != 3 or x.shape[-1] != d_model or x.shape[1] == 0:
-        raise ValueError(f"x must have shape (batch, n, d_model) = (batch, n, {d_model}) "
-                         f"with n >= 1 tokens; got {tuple(x.shape)}")
-    require_same_dtype(reference, "the module's parameters", x=x)
-    return x
 
 
 class GroupedQueryAttention(nn.Module):
@@ -113,7 +79,7 @@ class GroupedQueryAttention(nn.Module):
                  max_len: int = 1024, bias: bool = True, rope: str | None = None,
                  rope_base: float = 10000.0):
         super().__init__()
-        d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
+        d_model, n_heads, n_kv_heads = head_counts(d_model, n_heads, n_kv_heads)
         max_len, bias = positive_int(max_len, "max_len"), flag(bias, "bias")
         self.rope, self.rope_base = rope_option(rope, rope_base, d_model // n_heads)
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
@@ -146,7 +112,7 @@ class GroupedQueryAttention(nn.Module):
         weights : torch.Tensor, shape (batch, n_heads, n, n_k)
             n_k = n, or n_past + n with a cache.
         """
-        x = _check_x(x, self.d_model, self.q.weight)
+        x = block_input(x, self.d_model, self.q.weight)
         batch, n, _ = x.shape
         n_past = cached_length(self.mask, cache, n)
         h, g, d_head = self.n_heads, self.n_kv_heads, self.d_head
@@ -217,8 +183,8 @@ class Block(nn.Module):
                  max_len: int = 1024, pre_ln: bool = True, rope: str | None = None, *,
                  activation: str = "gelu", bias: bool = True):
         super().__init__()
-        d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
-        activation, bias = choice(activation, "activation", _ACTIVATIONS), flag(bias, "bias")
+        d_model, n_heads, n_kv_heads = head_counts(d_model, n_heads, n_kv_heads)
+        activation, bias = choice(activation, "activation", ACTIVATIONS), flag(bias, "bias")
         pre_ln = flag(pre_ln, "pre_ln")
         self.d_model, self.pre_ln = d_model, pre_ln
         self.ln1, self.ln2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
@@ -259,7 +225,7 @@ class Block(nn.Module):
             raise ValueError("writes needs a pre-LN block (pre_ln=True): a post-LN block "
                              "normalises after each addition, so its output is not x plus "
                              "what the sublayers add")
-        x = _check_x(x, self.d_model, self.ln1.weight)
+        x = block_input(x, self.d_model, self.ln1.weight)
         a, weights = self.attn(self.ln1(x), cache, key_mask)      # (batch, n, d_model)
         m = self.mlp(self.ln2(x + a))                             # (batch, n, d_model)
         return a, m, weights
@@ -288,7 +254,7 @@ class Block(nn.Module):
         if self.pre_ln:
             a, m, weights = self.writes(x, cache, key_mask)
             return Attention(x + a + m, weights)
-        x = _check_x(x, self.d_model, self.ln1.weight)
+        x = block_input(x, self.d_model, self.ln1.weight)
         a, weights = self.attn(x, cache, key_mask)
         x = self.ln1(x + a)                                       # (batch, n, d_model)
         return Attention(self.ln2(x + self.mlp(x)), weights)
@@ -345,7 +311,7 @@ class TinyGPT(nn.Module):
         super().__init__()
         vocab, n_layers = positive_int(vocab, "vocab"), positive_int(n_layers, "n_layers")
         max_len = positive_int(max_len, "max_len")
-        d_model, n_heads, n_kv_heads = _heads(d_model, n_heads, n_kv_heads)
+        d_model, n_heads, n_kv_heads = head_counts(d_model, n_heads, n_kv_heads)
         seed, pre_ln = integer_at_least(seed, "seed", 0), flag(pre_ln, "pre_ln")
         tied = flag(tied, "tied")
         rope_option(rope, 10000.0, d_model // n_heads)            # checked before any draw
@@ -377,7 +343,7 @@ class TinyGPT(nn.Module):
         if idx.shape[1] == 0:
             raise ValueError(f"idx must have shape (batch, n) with n >= 1; got "
                              f"{tuple(idx.shape)}")
-        n_past = self._cached(cache)
+        n_past = n_cached(cache, self.blocks)
         n_all = n_past + idx.shape[1]
         if n_all > self.max_len:
             raise ValueError(f"idx has n = {idx.shape[1]} tokens"
@@ -400,22 +366,6 @@ class TinyGPT(nn.Module):
         if self.pos_emb is None:                                   # RoPE: in the scores
             return self.tok_emb(idx)                               # (batch, n, d_model)
         return self.tok_emb(idx) + self.pos_emb(positions)         # (batch, n, d_model)
-
-    def _cached(self, cache) -> int:
-        """n_past of a checked cache: None, or one KVCache per block, all equally long."""
-        if cache is None:
-            return 0
-        if not isinstance(cache, (list, tuple)) or len(cache) != len(self.blocks) \
-                or not all(isinstance(c, KVCache) for c in cache):
-            raise TypeError(f"cache must be a list of n_layers = {len(self.blocks)} KVCache "
-                            f"objects, one per block; got {type(cache).__name__}"
-                            + (f" of length {len(cache)}" if isinstance(cache, (list, tuple))
-                               else ""))
-        lengths = {len(c) for c in cache}
-        if len(lengths) > 1:
-            raise ValueError(f"every block's KVCache must hold the same tokens; got lengths "
-                             f"{[len(c) for c in cache]}")
-        return lengths.pop()
 
     def stream(self, idx: torch.Tensor) -> torch.Tensor:
         """The residual stream as a sum: the embedding and what each sublayer adds.
