@@ -3,6 +3,8 @@ must fit it, and the mask of real targets, with the wording of attnbook._checks.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import torch
 from torch import nn
@@ -24,11 +26,17 @@ def real_mask(real, expected: tuple[int, int], logits: torch.Tensor) -> torch.Te
     return real
 
 
-def require_module(model, blocks: bool = False) -> None:
-    """Raise TypeError unless `model` is a torch module (with ``blocks``, if asked)."""
+def require_module(model, blocks: bool = False, real: bool = False) -> None:
+    """Raise TypeError unless `model` is a torch module (with ``blocks``, and a
+    forward that takes ``real=``, if asked)."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module such as TinyGPT, got "
                         f"{type(model).__name__}")
+    if real:
+        params = inspect.signature(model.forward).parameters
+        if "real" not in params and not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+            raise TypeError(f"model must take the padding mask as model(idx, real=real), as "
+                            f"TinyGPT does; {type(model).__name__}.forward has no real")
     if blocks and not isinstance(getattr(model, "blocks", None), (nn.ModuleList, list, tuple)):
         raise TypeError(f"model must have a list of blocks, model.blocks, as TinyGPT does "
                         f"(one KVCache or head hook per block); {type(model).__name__} has none")

@@ -293,8 +293,10 @@ def previous_token_scores(weights) -> np.ndarray:
     ----------
     weights : array_like, shape (batch, n_heads, n, n)
         One layer's attention weights, batch >= 1 and n >= 2: each row >= 0
-        and summing to 1 (within the rounding of its dtype); positions
-        1..n-1 are averaged.
+        and summing to 1 within the rounding of the narrowest float type
+        that holds every value exactly (float64 weights widened from a
+        float16 or float32 model are checked at that model's precision);
+        positions 1..n-1 are averaged.
 
     Returns
     -------
@@ -324,7 +326,7 @@ def induction_scores(weights, half: int) -> np.ndarray:
     ----------
     weights : array_like, shape (batch, n_heads, n, n)
         One layer's attention weights, batch >= 1 and half < n <= 2 half:
-        each row >= 0 and summing to 1 (within the rounding of its dtype).
+        each row >= 0 and summing to 1, as in `previous_token_scores`.
     half : int
         Tokens in each half.
 

@@ -245,7 +245,7 @@ def last_logits(model: nn.Module, prompts) -> torch.Tensor:
     -------
     torch.Tensor, shape (batch, vocab)
     """
-    require_module(model)
+    require_module(model, real=True)
     idx, real = _pad(prompts, "left", 0, "prompts")                  # (batch, n)
     require_fits(model, idx, real, "prompts", idx.shape[1])
     with torch.no_grad():

@@ -152,6 +152,8 @@ def new_figure(width: float = 4.8, height: float = 3.6, **subplots_kw):
     ax : matplotlib.axes.Axes or ndarray of Axes
     """
     width, height = positive_number(width, "width"), positive_number(height, "height")
+    for key in sorted({"nrows", "ncols"} & subplots_kw.keys()):
+        subplots_kw[key] = positive_int(subplots_kw[key], key)
     fig = Figure(figsize=(width, height), dpi=DPI, facecolor="white", layout="constrained")
     axes = fig.subplots(**subplots_kw)
     return fig, axes
@@ -283,6 +285,9 @@ def _colour_range(finite: np.ndarray, vmin, vmax) -> tuple[float, float]:
             hi = lo + 1.0
         else:                                   # data all above a given vmax
             lo = hi - 1.0
+    if not np.isfinite(hi - lo):
+        raise ValueError(f"the values span [{lo:g}, {hi:g}], a colour range wider than "
+                         f"float64 holds; give vmin and vmax, or rescale the values")
     return lo, hi
 
 
@@ -412,8 +417,11 @@ def word_scatter(vectors: dict, groups: dict | None = None, ax=None, arrows_from
                         f"{type(groups).__name__}")
     for what, words in [*((f"groups[{k!r}]", ws) for k, ws in (groups or {}).items()),
                         ("arrows_from_origin", arrows_from_origin)]:
-        if isinstance(words, str):
-            raise TypeError(f"{what} must be a sequence of words, got the string {words!r}")
+        if isinstance(words, str) or not hasattr(words, "__iter__"):
+            raise TypeError(f"{what} must be a sequence of words, got "
+                            f"{type(words).__name__} {words!r}")
+        if what != "arrows_from_origin" and not len(list(words)):
+            raise ValueError(f"{what} must name at least one word; got none")
         missing = [w for w in words if w not in vectors]
         if missing:
             raise ValueError(f"{what} names words that vectors lacks: {missing}")
