@@ -45,7 +45,7 @@ def as_real(x, name: str) -> np.ndarray:
                                  f"{name}")
         return out
     raise TypeError(f"{name} must be an array of real numbers, got dtype "
-                    f"{a.dtype} (value {_short(a)})")
+                    f"{a.dtype} (value {short(a)})")
 
 
 def to_numpy(x, name: str):
@@ -283,7 +283,7 @@ def _integer(n, name: str, expected: str) -> None:
         raise TypeError(f"{name} must be {expected}, got {type(n).__name__} {n!r}")
 
 
-def _short(a: np.ndarray) -> str:
+def short(a: np.ndarray) -> str:
     text = np.array2string(a.ravel()[:4], threshold=4)
     return text if a.size <= 4 else text[:-1] + " ...]"
 
@@ -336,42 +336,6 @@ def require_finite_scores(scores: np.ndarray, allowed: np.ndarray | None, what: 
         raise ValueError(f"the scores overflow float64: score {where} (query row "
                          f"{where[-2] if len(where) > 1 else 0}, key {where[-1]}) of the "
                          f"scores with shape {scores.shape} is {scores[where]}; {what}")
-
-
-def rope_offset_args(d, max_offset, n_positions, base, seed, index):
-    """The arguments of explorers.explore_rope_offset, checked; index defaults to offset 3."""
-    d = positive_int(d, "d")
-    if d % 2:
-        raise ValueError(f"d must be even (RoPE rotates pairs of columns); got d = {d}")
-    max_offset = integer_at_least(max_offset, "max_offset", 0)
-    n_positions, base = positive_int(n_positions, "n_positions"), positive_number(base, "base")
-    seed = integer_at_least(seed, "seed", 0)
-    index = min(3, max_offset) + max_offset if index is None else \
-        index_into(index, 2 * max_offset + 1)
-    return d, max_offset, n_positions, base, seed, index
-
-
-def training_args(steps, weights, losses, index):
-    """The arrays of explorers.explore_training, checked: steps (n_snapshots,) of whole
-    numbers in [0, n_steps], weights (n_snapshots, n_q, n_k), losses (n_steps,), all
-    non-empty and finite; index in [-n_snapshots, n_snapshots - 1]."""
-    steps, losses, w = as_real(steps, "steps"), as_real(losses, "losses"), \
-        as_real(weights, "weights")
-    require_ndim(steps, "steps", (1,), "(n_snapshots,)")
-    require_ndim(w, "weights", (3,), "(n_snapshots, n_q, n_k)")
-    require_ndim(losses, "losses", (1,), "(n_steps,)")
-    if w.shape[0] != steps.shape[0]:
-        raise ValueError(f"weights must have one matrix per step: expected "
-                         f"({steps.shape[0]}, n_q, n_k); got {w.shape}")
-    for name, a in (("steps", steps), ("weights", w), ("losses", losses)):
-        if a.size == 0:
-            raise ValueError(f"{name} must not be empty; got shape {a.shape}")
-        require_finite(a, name)
-    require_between(w, "weights", 0, 1, "attention weights")
-    if (steps < 0).any() or (steps > len(losses)).any() or (steps != np.round(steps)).any():
-        raise ValueError(f"steps must be whole numbers in [0, n_steps] = [0, {len(losses)}] "
-                         f"(losses has one entry per step); got {_short(steps)}")
-    return steps, w, losses, index_into(index, len(steps), negative=True)
 
 
 def labels_for(labels, name: str, n: int | None, strings: bool = False,
@@ -440,7 +404,7 @@ def as_ids(x, name: str, n: int | None = None, what: str = "vocab", hint: str = 
         a = a.astype(np.int64)                       # Python ints that fit int64
     if a.dtype.kind not in "iu":
         raise TypeError(f"{name} must hold integer ids, got dtype {a.dtype} "
-                        f"(value {_short(a)})")
+                        f"(value {short(a)})")
     if ndim is not None:
         require_ndim(a, name, ndim, layout)
     if shape is not None and a.shape != tuple(shape):

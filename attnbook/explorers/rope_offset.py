@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import plots
-from .._checks import rope_offset_args
+from .._checks_explorers import rope_offset_args
 from ..positions import rotate, sinusoidal_positions
 from .explorer import Explorer
 

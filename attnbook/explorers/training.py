@@ -6,7 +6,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .. import plots
-from .._checks import training_args
+from .._checks_explorers import training_args
 from .explorer import Explorer
 
 
