@@ -489,7 +489,8 @@ def test_built_citations_are_unique_and_labels_end_in_a_two_digit_year(built_boo
         r'<span class="label"><span class="fn-bracket">\[</span>(.*?)'
         r'<span class="fn-bracket">\]</span>', refs)]
     assert len(labels) > 10, "no labels found on references.html"
-    bad = [lab for lab in labels if not re.fullmatch(r"\D+\d\d[a-z]?", lab)]
+    # no digits at all for a work without a year (Karim's translation: "Kar")
+    bad = [lab for lab in labels if not re.fullmatch(r"\D+(\d\d[a-z]?)?", lab)]
     assert not bad, bad
     texts: dict[str, set[str]] = {}
     for page in [root / "references.html", *sorted((root / "chapters").glob("*.html"))]:
