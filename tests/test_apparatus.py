@@ -456,3 +456,52 @@ def test_template_override_is_the_installed_themes_macros_without_fontawesome_js
     kept = [line for line in theme.splitlines()
             if "fontawesome.js" not in line and "custom icons" not in line]
     assert ours.splitlines() == kept, "the theme's macros changed: update _templates/static/"
+
+
+# --- citation labels ------------------------------------------------------
+
+def test_references_bib_years_are_plain_years():
+    """A suffix typed into a year ("2020a") broke the alpha labels ("LJH+0a");
+    tools/sphinx/citations.py adds the a/b instead."""
+    years = re.findall(r"^\s*year\s*=\s*\{([^}]*)\}", (ROOT / "references.bib").read_text(), re.M)
+    assert years and all(re.fullmatch(r"\d{4}", y) for y in years), years
+
+
+def test_same_authors_and_year_get_a_and_b_in_text_and_references():
+    import pybtex.plugin
+    from pybtex.database import parse_file
+    from sphinxcontrib.bibtex.plugin import find_plugin
+
+    from tools.sphinx.citations import year_suffixes
+    entries = parse_file(ROOT / "references.bib").entries
+    reference = find_plugin("sphinxcontrib.bibtex.style.referencing", "author_year")()
+    bibliography = pybtex.plugin.find_plugin("pybtex.style.formatting", "alpha")()
+    years = year_suffixes(entries.values(), reference, bibliography)
+    assert years["liu2020variance"] == "2020a" and years["liu2020understanding"] == "2020b"
+    assert years["zhang2022d2l017"] == "2022a" and years["zhang2022d2lzh"] == "2022b"
+    assert "zhang2023d2l" not in years and "vaswani2017attention" not in years
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_built_citations_are_unique_and_labels_end_in_a_two_digit_year(built_book, edition):
+    """Every label of the references page is alpha style ending in the
+    year's last two digits ("LJH+20", not "LJH+0a"); no in-text citation
+    text ("Liu et al., 2020a") links to two different works."""
+    root = built_book / ("zh" if edition == "zh" else "")
+    refs = (root / "references.html").read_text()
+    labels = [re.sub(r"<[^>]+>", "", lab) for lab in re.findall(
+        r'<span class="label"><span class="fn-bracket">\[</span>(.*?)'
+        r'<span class="fn-bracket">\]</span>', refs)]
+    assert len(labels) > 10, "no labels found on references.html"
+    # no digits at all for a work without a year (Karim's translation: "Kar")
+    bad = [lab for lab in labels if not re.fullmatch(r"\D+(\d\d[a-z]?)?", lab)]
+    assert not bad, bad
+    texts: dict[str, set[str]] = {}
+    for page in [root / "references.html", *sorted((root / "chapters").glob("*.html"))]:
+        for href, text in re.findall(r'href="[^"]*references\.html(#id[^"]+)"[^>]*>(.*?)</a>',
+                                     page.read_text()):
+            texts.setdefault(re.sub(r"<[^>]+>", "", text), set()).add(href)
+    # author and year in one link (a textual citation links the year alone)
+    shared = {t: h for t, h in texts.items()
+              if len(h) > 1 and re.search(r"[^\W\d]{2}", t) and re.search(r"\d{4}", t)}
+    assert not shared, shared
