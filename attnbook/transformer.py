@@ -301,7 +301,8 @@ class TinyGPT(nn.Module):
     activation, bias : optional
         The blocks' GELU and biases, as in `Block` ("gelu_tanh" is GPT-2's).
     tied : bool, default True
-        Weight tying; False gives the readout ``head`` a matrix of its own.
+        The readout ``head`` shares the token embedding's matrix (tied, as in
+        chapter 14); False gives it a matrix of its own.
     """
 
     def __init__(self, vocab: int, d_model: int, n_heads: int, n_layers: int,
