@@ -336,6 +336,9 @@ SHARED_FACTS = [
     ("xiong2020layer", "14_the_whole_block",
      r"their pre-LN models trained\s+without it",
      r"pre-LN can train without one"),
+    ("mikolov2013efficient", "03_word_vectors",
+     r"The words of the question\s+are left out of the candidates",
+     r"leaves the three question words out of the\s+candidates"),
 ]
 
 
