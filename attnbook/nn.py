@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
+import sys
 
 import torch
 from torch import nn
@@ -276,7 +277,7 @@ class NWKernelRegression(nn.Module):
         super().__init__()
         if isinstance(w, bool) or not isinstance(w, numbers.Real):
             raise TypeError(f"w must be a real number, got {type(w).__name__} {w!r}")
-        if not math.isfinite(w):
+        if not -math.inf < w < math.inf or abs(w) > sys.float_info.max:
             raise ValueError(f"w must be a finite number, got {w}")
         self.w = nn.Parameter(torch.tensor(float(w)))
         if not torch.isfinite(self.w).all():

@@ -286,8 +286,8 @@ def _colour_range(finite: np.ndarray, vmin, vmax) -> tuple[float, float]:
         else:                                   # data all above a given vmax
             lo = hi - 1.0
     if not np.isfinite(hi - lo):
-        raise ValueError(f"the values span [{lo:g}, {hi:g}], a colour range wider than "
-                         f"float64 holds; give vmin and vmax, or rescale the values")
+        raise ValueError(f"weights span [{lo:g}, {hi:g}], a colour range wider than "
+                         f"float64 holds; give vmin and vmax, or rescale the weights")
     return lo, hi
 
 
