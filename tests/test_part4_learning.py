@@ -277,3 +277,13 @@ def test_ch13_states_no_bound_with_a_rounded_trained_number():
     bounds = re.findall(r"(?:never (?:less|more) than|at (?:least|most))\s+"
                         r"\{glue:text\}`(?!\w*target)\w+", text)
     assert not bounds, bounds
+
+
+def test_ch13_each_key_scores_itself_highest():
+    """Chapter 13's summary, 'each key scores itself higher than any other
+    key': in the build's trained model the diagonal beats the best wrong key
+    in every row (the glued closest margin is positive)."""
+    from nbrun import glued_float
+    name = "13_attention_that_learns"
+    assert glued_float(name, "min_margin") > 0
+    assert glued_float(name, "diag_min") > glued_float(name, "off_mean")

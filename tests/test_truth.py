@@ -139,6 +139,8 @@ COMPARISON = re.compile(
 #: Key: (chapter, a phrase of the paragraph); value: the test that asserts it,
 #: or "not data: ..." for a comparison that rests on no measurement.
 CHECKED_ELSEWHERE = {
+    ("13_attention_that_learns", "each key scores itself higher than any other key"):
+        "test_part4_learning.py::test_ch13_each_key_scores_itself_highest",
     ("02_soft_lookup", "more than any stored value"): "test_part1.py::test_ch2_exercise_answers",
     ("04_softmax_attention", "matters more than it looks"): "not data: a turn of phrase",
     ("06_many_queries", "with most weight on English"): "not data: asks the reader to choose",

@@ -55,7 +55,7 @@ def year_suffixes(entries, reference_style, bibliography_style) -> dict[str, str
     years = {}
     for (_, year), group in groups.items():
         if len(group) > 1:
-            for letter, entry in zip(ascii_lowercase, group):
+            for letter, entry in zip(ascii_lowercase, group, strict=False):  # a-z suffice
                 years[entry.key] = year + letter
     return years
 
