@@ -456,3 +456,20 @@ def test_template_override_is_the_installed_themes_macros_without_fontawesome_js
     kept = [line for line in theme.splitlines()
             if "fontawesome.js" not in line and "custom icons" not in line]
     assert ours.splitlines() == kept, "the theme's macros changed: update _templates/static/"
+
+
+def test_layout_override_drops_only_the_search_scripts_of_the_themes_extrahead():
+    """_templates/layout.html replaces pydata-sphinx-theme's extrahead block by
+    the same block without searchtools.js, language_data.js and searchindex.js
+    on every page (issue 39); search.html loads them in its own block."""
+    import pydata_sphinx_theme
+    folder = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    theirs = re.search(r"\{%- block extrahead %\}(.*?)\{%- endblock extrahead %\}",
+                       (folder / "layout.html").read_text(), re.S).group(1)
+    ours = re.search(r"\{%- block extrahead %\}(.*?)\{%- endblock extrahead %\}",
+                     (ROOT / "_templates" / "layout.html").read_text(), re.S).group(1)
+    search = re.search(r"\s*\{% if pagename == 'search' %\}.*?\{% endif %\}", theirs, re.S)
+    assert search and "searchindex.js" in search.group(0), "the theme's extrahead changed"
+    assert ours.rstrip() == (theirs[:search.start()] + theirs[search.end():]).rstrip(), \
+        "the theme's extrahead changed: update _templates/layout.html"
+    assert "searchindex.js" in (folder / "search.html").read_text()
