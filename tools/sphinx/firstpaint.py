@@ -33,8 +33,9 @@ written without the rules of classes no page uses.
 button, the folding buttons, sphinx-design's tabs: 20 KB) were loaded in
 <head> without ``defer``, so the browser stopped reading the page until each
 had arrived and run. They are deferred, in their order, and run before
-DOMContentLoaded as before; ``documentation_options.js`` stays as it was,
-since the inline script after it sets ``DOCUMENTATION_OPTIONS.pagename``,
+DOMContentLoaded as before; ``documentation_options.js``, ``doctools.js``
+and the Chinese edition's ``translations.js`` stay as they were (2.6 KB),
+since inline scripts after them use what they define,
 and the search page keeps them all blocking: its template loads
 searchtools.js, which calls doctools.js's ``_ready`` at once.
 
@@ -252,8 +253,11 @@ def _cut_katex_fonts(app, exception) -> None:
              f"{before / 1024:.0f} KiB to {after / 1024:.0f} KiB")
 
 
-#: scripts that stay blocking: an inline script after it uses DOCUMENTATION_OPTIONS
-BLOCKING = {"_static/documentation_options.js"}
+#: scripts that stay blocking: inline scripts after them use what they define
+#: (DOCUMENTATION_OPTIONS.pagename; tools/sphinx/i18n_ui.py's
+#: Object.assign(Documentation.TRANSLATIONS, ...), which must follow translations.js)
+BLOCKING = {"_static/documentation_options.js", "_static/doctools.js",
+            "_static/translations.js"}
 
 
 #: an <img> without a loading attribute
@@ -265,13 +269,19 @@ def _page(app, pagename, templatename, context, doctree) -> None:
         context["body"] = EAGER_IMG.sub('<img loading="lazy" decoding="async" ', context["body"])
     if pagename == "search":        # its searchtools.js needs doctools.js's _ready first
         return
+    # new objects: the page's list holds the builder's own, shared by every page
+    scripts = []
     for script in context.get("script_files", []):
         name = getattr(script, "filename", "") or ""
         attributes = getattr(script, "attributes", None)
-        if (not name or name in BLOCKING or attributes is None
-                or "body" in attributes or "async" in attributes):
-            continue
-        attributes.setdefault("defer", "defer")
+        if (name and name not in BLOCKING and attributes is not None
+                and "body" not in attributes and "async" not in attributes
+                and "defer" not in attributes):
+            script = type(script)(name, priority=script.priority,
+                                  **{**attributes, "defer": "defer"})
+        scripts.append(script)
+    if "script_files" in context:
+        context["script_files"] = scripts
 
 
 def setup(app):
