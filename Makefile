@@ -3,7 +3,7 @@
 #   make test   install what the tests need and run all of them
 #   make lab    open the chapters in JupyterLab (live explorers)
 #   make translations  update locales/zh_CN/*.po after editing English text
-#   make bench  measure build, execution, slider and page costs (about 10 min)
+#   make bench  measure build, execution, slider and page costs, pages on a phone (about 15 min)
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin

@@ -323,7 +323,9 @@ def read_keyboard(page) -> dict:
             sliders.append(f"explorer {k}: the label did not change")
         if alt == before[2] or value.split(" = ")[-1] not in alt:
             sliders.append(f"explorer {k}: the alt text {alt!r} does not follow {value!r}")
-        if not image.evaluate("i => i.complete && i.naturalWidth > 0"):
+        # the frame is a file the slider's script fetched when the explorer
+        # neared the viewport (tools/sphinx/frames.py): wait until it is drawn
+        if not image.evaluate("i => i.decode().then(() => i.naturalWidth > 0, () => false)"):
             sliders.append(f"explorer {k}: the new frame is not drawn")
     buttons = page.locator(".dropdown.admonition button.toggle-button")
     for k in range(buttons.count()):

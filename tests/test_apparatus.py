@@ -505,3 +505,18 @@ def test_built_citations_are_unique_and_labels_end_in_a_two_digit_year(built_boo
     shared = {t: h for t, h in texts.items()
               if len(h) > 1 and re.search(r"[^\W\d]{2}", t) and re.search(r"\d{4}", t)}
     assert not shared, shared
+def test_layout_override_drops_only_the_search_scripts_of_the_themes_extrahead():
+    """_templates/layout.html replaces pydata-sphinx-theme's extrahead block by
+    the same block without searchtools.js, language_data.js and searchindex.js
+    on every page (issue 39); search.html loads them in its own block."""
+    import pydata_sphinx_theme
+    folder = Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+    theirs = re.search(r"\{%- block extrahead %\}(.*?)\{%- endblock extrahead %\}",
+                       (folder / "layout.html").read_text(), re.S).group(1)
+    ours = re.search(r"\{%- block extrahead %\}(.*?)\{%- endblock extrahead %\}",
+                     (ROOT / "_templates" / "layout.html").read_text(), re.S).group(1)
+    search = re.search(r"\s*\{% if pagename == 'search' %\}.*?\{% endif %\}", theirs, re.S)
+    assert search and "searchindex.js" in search.group(0), "the theme's extrahead changed"
+    assert ours.rstrip() == (theirs[:search.start()] + theirs[search.end():]).rstrip(), \
+        "the theme's extrahead changed: update _templates/layout.html"
+    assert "searchindex.js" in (folder / "search.html").read_text()

@@ -9,7 +9,13 @@ edited. `make test` runs in the work tree, as CI runs it (CI=true).
 
     python -m tools.bench               # everything (about 10 minutes on 2 cores)
     python -m tools.bench --skip-test   # without the `make test` run
-    python -m tools.bench --quick       # no builds and no `make test`
+    python -m tools.bench --quick       # no builds and no `make test`; a few pages on a phone
+    python -m tools.bench.phone [--quick]   # only the page on a phone (tools/bench/phone.py)
+
+The page on a phone: LCP and bytes before first paint of every page of both
+editions under Lighthouse's mobile profile, served gzip-compressed
+(tools/bench/phone.py); --quick measures chapters 1, 5, 11 and 16 and the
+Chinese chapter 16.
 """
 from __future__ import annotations
 
@@ -337,7 +343,8 @@ def print_table() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m tools.bench",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="no builds, no `make test`")
+    parser.add_argument("--quick", action="store_true",
+                        help="no builds, no `make test`, five pages on a phone")
     parser.add_argument("--skip-test", action="store_true", help="no `make test`")
     args = parser.parse_args()
     started = time.strftime("%Y-%m-%d %H:%M:%S")
@@ -352,6 +359,8 @@ def main() -> None:
         bench_explorers()
         bench_attention_vs_torch()
         bench_pages(html)
+        from tools.bench import phone
+        phone.bench_phone(html, phone.QUICK if args.quick else None, row=row)
     if not (args.quick or args.skip_test):
         bench_make_test()
     print_table()
