@@ -271,9 +271,14 @@ class TinyGPT(nn.Module):
     matrix (weight tying): ``model.head.weight is model.tok_emb.weight``.
     Every linear and embedding weight starts normal with standard deviation
     0.02, biases 0, layer norms at scale 1 and shift 0; ``seed`` makes them
-    reproducible. GPT-2 draws the same way but also scales the output
-    projections of the residual branches (``attn.proj``, ``mlp[2]``) by
-    1/sqrt(2 n_layers); TinyGPT does not. `from_gpt2` loads GPT-2's weights.
+    reproducible. This is Hugging Face's GPT-2 initialisation without one
+    step: Hugging Face also scales the output projections of the residual
+    branches (``attn.proj``, ``mlp[2]``) down by 1/sqrt(2 n_layers),
+    following the GPT-2 paper (Radford et al. 2019, sec. 2.3; checked in
+    transformers 5.24.0, GPT2PreTrainedModel._init_weights); TinyGPT does
+    not. OpenAI's released code (openai/gpt-2, src/model.py, commit
+    122c55a) scales nothing and starts the position embeddings at standard
+    deviation 0.01. `from_gpt2` loads GPT-2's weights.
 
     Parameters
     ----------

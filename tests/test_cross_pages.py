@@ -203,6 +203,7 @@ FORWARD_MENTIONS = {
     "ablation": (10, 16, "the original paper's ablations, named; chapter 16 runs one"),
     "language model": (12, 15, "'a language model such as GPT-2', named"),
     "in-context learning": (13, 16, "'where in-context learning is thought to start', named"),
+    "layer normalisation": (3, 5, "'Transformers first normalise that vector', named"),
     "left padding": (9, 15, "'padding placed before the tokens, chapter 15', named"),
     "additive attention": (5, 9, "the experiments Vaswani et al. cite for the scaling, named"),
     "previous-token head": (15, 16, "'GPT-2 itself' names chapter 16's measurements"),

@@ -101,11 +101,38 @@ def english_context(entry: Entry, zh: str) -> str | None:
     return " ".join(before.split())
 
 
+#: one pinyin syllable: an initial, a vowel cluster, then n, ng or r when no
+#: vowel follows (so "dàikuān" is dài|kuān and "xiànxìng" xiàn|xìng)
+SYLLABLE = re.compile(r"(?:zh|ch|sh|[bpmfdtnlgkhjqxrzcsyw])?[aeiouv]+"
+                      r"(?:ng(?![aeiouv])|n(?![aeiouv])|r(?![aeiouv]))?|[a-z]+")
+TONES = {"\u0304": "1", "\u0301": "2", "\u030c": "3", "\u0300": "4"}
+
+
 def pinyin_key(pinyin: str) -> str:
-    """Sort key: pinyin without tone marks, spaces or case."""
-    bare = "".join(c for c in unicodedata.normalize("NFD", pinyin)
-                   if not unicodedata.combining(c))
-    return bare.replace(" ", "").lower()
+    """Sort key in dictionary order: syllable by syllable, each by its letters
+    and then its tone (qián before qiàn, so 前一词元头 sits with 前馈网络 and
+    before 嵌入), the neutral tone last. Each syllable becomes its letters and
+    a tone digit, "qian2kui4", which also sorts among English words; a word
+    with no tone mark (softmax, K) stays whole, as if in the neutral tone."""
+    out = []
+    for word in pinyin.lower().replace("'", " ").split():
+        nfd = unicodedata.normalize("NFD", word.replace("ü", "v"))
+        letters = "".join(c for c in nfd if not unicodedata.combining(c))
+        tone_at = {}  # index in letters -> tone digit
+        i = -1
+        for c in nfd:
+            if unicodedata.combining(c):
+                if c in TONES:
+                    tone_at[i] = TONES[c]
+            else:
+                i += 1
+        if not tone_at:  # a Latin word (softmax, K) or one neutral syllable
+            out.append(letters + "5")
+            continue
+        for m in SYLLABLE.finditer(letters):
+            tone = next((t for j, t in tone_at.items() if m.start() <= j < m.end()), "5")
+            out.append(m.group() + tone)
+    return "".join(out)
 
 
 def term_pattern(term: str) -> re.Pattern:
