@@ -172,9 +172,10 @@ def test_ch6_outputs_match_a_loop_over_word_vectors():
 def test_ch6_loop_time_grows_as_the_stated_law_says():
     """The prose states the loop does about n² d_k operations: at a fixed d_k its
     time must grow with slope 2 on a log-log plot, not 3 (a normaliser recomputed
-    inside the inner loop once made it n³)."""
-    # nearer to the stated 2 than to the neighbouring laws, n (1) and n³ (3)
-    assert abs(glued_float(CH6, "loop_slope") - 2) < 0.5
+    inside the inner loop once made it n³). The slope is timed in processor time
+    (time.process_time), which other programs on the machine do not inflate."""
+    # "near the predicted 2", as the notebook asserts; far from n (1) and n³ (3)
+    assert abs(glued_float(CH6, "loop_slope") - 2) < 0.3
 
 
 def test_ch6_timing_ratios_are_glued_and_say_what_the_prose_says():
