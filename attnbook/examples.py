@@ -33,7 +33,8 @@ def _frozen(a) -> np.ndarray:
 
 #: A hand-made 2-d embedding (chapters 3 to 6). Fruits sit up and to the
 #: right, vegetables up and a little to the left, furniture at the bottom; the
-#: category words sit inside their clusters. Every fruit is closer to every
+#: category words sit with their clusters, though none inside the triangle
+#: of its three members (chapter 3 asserts it). Every fruit is closer to every
 #: vegetable than to any piece of furniture, by distance, cosine and dot
 #: product, and the other way round (chapter 3 asserts it). "cherry" points
 #: the same way as "fruit" but is short, which is where the dot product and
