@@ -79,8 +79,11 @@ def vendor_katex() -> bool:
     if npm and (not source.is_dir() or not stamp.exists()
                 or stamp.stat().st_mtime < lock.stat().st_mtime):
         log("installing pinned JavaScript assets with `npm ci`")
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                       cwd=ROOT, check=True)
+        done = subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
+                              cwd=ROOT, capture_output=True, text=True)
+        if done.returncode:                 # npm's own lines only when it failed
+            sys.stdout.write(done.stdout + done.stderr)
+            raise SystemExit(f"[build] `npm ci` FAILED (exit {done.returncode})")
     if not source.is_dir() or not shutil.which("node"):
         return False
     css = target / "katex.min.css"
