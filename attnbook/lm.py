@@ -321,7 +321,7 @@ def generate(model: nn.Module, prompts, n_new: int, temperature: float = 1.0,
     if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, numbers.Real):
         raise TypeError(f"temperature must be a real number >= 0 (0: greedy), got "
                         f"{type(temperature).__name__} {temperature!r}")
-    if not 0 <= temperature <= np.finfo(np.float64).max:     # 10**400 too: no float
+    if not 0 <= temperature <= float(np.finfo(np.float64).max):    # 10**400 too
         raise ValueError(f"temperature must be a finite number >= 0 (0: greedy), got "
                          f"{temperature!r}")
     idx, real = _pad(prompts, "left", 0, "prompts")                  # (batch, n)

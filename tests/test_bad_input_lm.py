@@ -124,6 +124,8 @@ BAD = [
      ["temperature", "nan"]),
     (lambda: lm.generate(tiny(), [[1]], 1, temperature="hot"), TypeError,
      ["temperature", "'hot'"]),
+    (lambda: lm.generate(tiny(), [[1]], 1, temperature=10**400), ValueError,
+     ["temperature", "finite", "1000000"]),
     (lambda: lm.last_logits(tiny(), [[10]]), ValueError, ["prompts", "prompts[0][0] is 10"]),
     (lambda: lm.without_heads(None, [(0, 0)]).__enter__(), TypeError, ["model", "NoneType"]),
     # training and generation
