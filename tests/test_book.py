@@ -58,6 +58,22 @@ def test_book_figures_are_palette_pngs(built_book):
     assert not full, f"{len(full)} of {len(images)} figures are not palette PNGs: {full[:5]}"
 
 
+def test_glued_negative_numbers_have_a_minus_sign_in_both_editions(built_book):
+    """tools/sphinx/glued.py: a glued number that is negative reads "−0.70"
+    (U+2212), as the prose's own numbers do, never "-0.70"; an exponent such
+    as 4.54e-05 keeps its hyphen."""
+    pasted = re.compile(r'<span class="pasted-text">([^<]*)</span>')
+    hyphen = re.compile(r"(?:^|[\s(\[{])-[\d.]")
+    minus, slips = 0, []
+    for page in built_pages(built_book):
+        for text in pasted.findall((built_book / page).read_text("utf-8")):
+            minus += text.count("\u2212")
+            if hyphen.search(text):
+                slips.append((page, text))
+    assert not slips, f"glued numbers written with a hyphen-minus: {slips[:5]}"
+    assert minus >= 20, f"only {minus} glued minus signs: are the negative numbers glued?"
+
+
 @pytest.mark.parametrize("edition", BY_EDITION)
 def test_each_source_links_back_once_to_each_place_that_cites_it(built_book, edition):
     """The reference list: a source cited on the page links back to each
