@@ -11,7 +11,6 @@ as a picture in Jupyter, with or without ``%matplotlib inline``.
 """
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Sequence
 
@@ -29,6 +28,7 @@ from ._checks import (
     require_finite,
     require_ndim,
 )
+from ._png import palette_png, quantized_png  # noqa: F401  (plots.palette_png)
 from ._word_labels import place_labels
 
 __all__ = ["heatmap", "heatmap_grid", "new_figure", "word_scatter", "CMAP", "GROUP_COLORS"]
@@ -61,39 +61,6 @@ STATIC_ENV = "ATTNBOOK_STATIC"
 def static_build() -> bool:
     """True in the book's build: ``ATTNBOOK_STATIC`` is set and not "0"."""
     return os.environ.get(STATIC_ENV, "") not in ("", "0")
-
-
-def palette_png(fig: Figure, dpi: float, **savefig_kw) -> bytes:
-    """`fig` as a 256-colour palette PNG on white, for the HTML book.
-
-    About a third of the bytes of a full-colour PNG, and the same picture for
-    plots drawn from a few colour maps.
-    """
-    from PIL import Image
-
-    from ._layout_cache import text_layouts_cached
-    buf = io.BytesIO()
-    # An uncompressed TIFF only carries the pixels to Pillow (a PNG would be
-    # compressed here and decompressed at once)
-    with text_layouts_cached():
-        fig.savefig(buf, format="tiff", dpi=dpi, facecolor="white",
-                    pil_kwargs={"compression": "raw"}, **savefig_kw)
-    return quantized_png(Image.open(buf))
-
-
-def quantized_png(image) -> bytes:
-    """A PIL image as the 256-colour palette PNG that `palette_png` writes.
-
-    zlib level 8, not Pillow's ``optimize`` (level 9): on the book's 82
-    figures and frames of chapters 5, 9, 11 and 16, level 9 took 1.95 s and
-    wrote 1.774 MB, level 8 0.65 s and 1.793 MB (1 % more).
-    """
-    from PIL import Image
-    palette = image.convert("RGB").quantize(
-        colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    out = io.BytesIO()
-    palette.save(out, format="PNG", compress_level=8)
-    return out.getvalue()
 
 
 def _register_ipython_png() -> None:

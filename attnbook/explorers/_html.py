@@ -25,7 +25,9 @@ def slider_html(frames: list[tuple[bytes, str]], name: str, labels: list[str],
     explorer comes within a screen of the viewport, after the page has
     loaded, or when the reader first touches the slider. In the book,
     `tools.sphinx.frames` writes every frame to a file and puts its URL
-    where the data URI was."""
+    where the data URI was, and `tools.sphinx.zoom` puts the <img> in a
+    link to its file (one tap opens it at full size on a phone), which the
+    script keeps pointing at the frame shown."""
     uris = ["data:image/png;base64," + base64.b64encode(f).decode() for f, _ in frames]
     alts = [a for _, a in frames]
     width, height = struct.unpack(">II", frames[index][0][16:24])   # PNG IHDR
@@ -51,7 +53,8 @@ alt="{alt}">
   function load() {{ if (kept) return; kept = f.map(function (u) {{
                        var p = new Image(); p.src = u; return p; }}); }}
   function show() {{ load(); var k = +r.value; im.src = f[k]; im.alt = a[k]; o.textContent = l[k];
-                     r.setAttribute("aria-valuetext", l[k]); }}
+                     r.setAttribute("aria-valuetext", l[k]);
+                     if (im.parentNode.tagName === "A") im.parentNode.href = f[k]; }}
   function watch() {{
     if (!window.IntersectionObserver) return load();
     var seen = new IntersectionObserver(function (es) {{

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from .. import plots
+from .. import _png, plots
 
 # Live and static frames share one resolution: the layout is frozen at it, so a
 # live frame and the book's frame for the same value are the same picture (a
@@ -64,4 +64,4 @@ def png_palette_of_canvas(canvas: FigureCanvasAgg) -> bytes:
     from PIL import Image
     width, height = canvas.get_width_height(physical=True)
     image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    return plots.quantized_png(image)
+    return plots.quantized_png(image, _png.smallest_text_px(canvas.figure, DPI))
