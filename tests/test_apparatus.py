@@ -446,15 +446,27 @@ def test_glue_writes_what_myst_nb_glue_writes(monkeypatch):
         assert len(calls) == 2 and calls[0] == calls[1], calls
 
 
-def test_template_override_is_the_installed_themes_macros_without_fontawesome_js():
+def test_template_override_is_the_installed_themes_macros_without_what_delays_first_paint():
+    """Without fontawesome.js, with basic.css instead of theme.css (its only
+    rule imports basic.css), and without preloads of the deferred scripts."""
     import pydata_sphinx_theme
     theme = (Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
              / "static" / "webpack-macros.html").read_text()
     ours = (ROOT / "_templates" / "static" / "webpack-macros.html").read_text()
     ours = re.sub(r"^\{#-.*?-#\}\n", "", ours, flags=re.S)
     assert "fontawesome.js" in theme and "fontawesome.js" not in ours
+    # theme.css is only the import of basic.css, which ours links directly
+    theme_css = (Path(pydata_sphinx_theme.__file__).parent / "theme" / "pydata_sphinx_theme"
+                 / "static" / "styles" / "theme.css")
+    imports = [line for line in theme_css.read_text().splitlines()
+               if line.strip() and not line.startswith("/*")]
+    assert imports == ['@import "../basic.css";'], imports
+    theme = theme.replace("_static/styles/theme.css', 1) }}?digest=55c26ed414f5f8a31ebb",
+                          "_static/basic.css', 1) }}")
     kept = [line for line in theme.splitlines()
-            if "fontawesome.js" not in line and "custom icons" not in line]
+            if "fontawesome.js" not in line and "custom icons" not in line
+            and 'rel="preload" as="script"' not in line
+            and "Pre-loaded scripts" not in line]
     assert ours.splitlines() == kept, "the theme's macros changed: update _templates/static/"
 
 
