@@ -162,3 +162,30 @@ def test_with_javascript_off_the_first_frame_shows(built_book, book_server, brow
     page.wait_for_function("i => i.complete && i.naturalWidth > 0", arg=image.element_handle())
     assert image.get_attribute("alt")
     context.close()
+
+
+def test_theme_stylesheet_keeps_every_rule_a_page_or_script_can_match():
+    """tools/sphinx/firstpaint.py drops a rule of the theme's stylesheet only
+    when each of its selectors needs a class that no page and no script names."""
+    from tools.sphinx.firstpaint import strip_unused_classes
+    css = ("/*! .gone */:root{--a:1}.used{a:1}.gone{b:2}.used:not(.gone){c:3}"
+           "@media (min-width:1px){.gone{d:4}}.gone,.used{e:5}.used .gone{f:6}"
+           ":is(.gone){g:7}html[data-theme=dark] img:not(.only-dark,.dark-light){h:8}"
+           "@font-face{font-family:x}@keyframes k{0%{a:1}to{a:2}}")
+    kept = strip_unused_classes(css, set(), {"used", "img", "html"})
+    for rule in (":root{--a:1}", ".used{a:1}", ".used:not(.gone){c:3}", ".gone,.used{e:5}",
+                 ":is(.gone){g:7}", "img:not(.only-dark,.dark-light){h:8}",
+                 "@font-face{font-family:x}", "@keyframes k{0%{a:1}to{a:2}}"):
+        assert rule in kept, rule
+    for rule in (".gone{b:2}", ".gone{d:4}", "@media", ".used .gone{f:6}"):
+        assert rule not in kept, rule
+
+
+def test_built_theme_stylesheet_is_cut_but_keeps_what_scripts_add(built_book):
+    import gzip
+    css = (built_book / "_static" / "styles" / "pydata-sphinx-theme.css").read_bytes()
+    assert len(gzip.compress(css)) < 25_000, len(gzip.compress(css))
+    text = css.decode()
+    # classes bootstrap.js and the theme's script add at run time
+    for selector in (".show", ".collapsing", ".bd-search", ".dropdown-menu"):
+        assert selector in text, selector

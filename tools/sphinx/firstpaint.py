@@ -25,9 +25,16 @@ weight, the subset inlined as a data URI, and a ``unicode-range`` of
 exactly those glyphs. The browser takes a glyph from the last face whose
 range holds it, so the book's icons come from the subset with no request of
 their own and show at first paint; a glyph outside it (an icon a later
-template adds) still comes from the theme's full font, fetched only then. The theme's stylesheet, which carries a rule
-for each of Font Awesome's 2,000 icon classes (86 KB of its 397 KB), is
-written without the rules of classes no page uses.
+template adds) still comes from the theme's full font, fetched only then.
+
+**The theme's stylesheet** (pydata-sphinx-theme.css, 45 KB compressed, all
+of it before the first paint) carries Bootstrap 5 whole and a rule for
+each of Font Awesome's 2,000 icon classes. It is written without the rules
+no page can match: a rule goes when each of its selectors names a class
+(outside ``:not()``) that is neither a word of any built page nor a word of
+any of the build's scripts, which add classes such as ``show`` at run time.
+A selector with ``:is()``, ``:where()`` or ``:has()``, and every at-rule
+(``@font-face``, ``@keyframes``' steps), stays.
 
 **Scripts.** Sphinx's and the extensions' scripts (doctools, the copy
 button, the folding buttons, sphinx-design's tabs: 20 KB) were loaded in
@@ -72,6 +79,12 @@ CLASS_GLYPH = re.compile(r"\.(fa-[a-z0-9-]+):(?:before|after)")
 CONTENT = re.compile(r'content:\s*"((?:[^"\\]|\\[0-9a-fA-F]{1,6}\s?|\\.)*)"')
 VARIABLE = re.compile(r'(--pst-(?:icon-[a-z-]+|breadcrumb-divider)):\s*"((?:[^"\\]|\\.)*)"')
 USED_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
+COMMENT = re.compile(r"/\*.*?\*/", re.S)
+EMPTY_MEDIA = re.compile(r"@(?:media|supports)[^{}]*\{\s*\}")
+FUNCTIONAL = re.compile(r":(?:is|where|has|matches|-webkit-any)\(")
+NOT = re.compile(r":not\([^()]*\)")
+SELECTOR_CLASS = re.compile(r"\.(-?[A-Za-z_][\w-]*)")
+WORD = re.compile(r"-?[A-Za-z_][\w-]*")
 
 
 def css_string(text: str) -> str:
@@ -114,9 +127,11 @@ def glyphs_shown(out: Path, nested: set[str]) -> set[str]:
     return glyphs
 
 
-def strip_unused_classes(css: str, used: set[str]) -> str:
+def strip_unused_classes(css: str, used: set[str], words: set[str] | None = None) -> str:
     """`css` without the rules that only give a glyph to Font Awesome classes
-    outside `used` (``.fa-bug:before,.fa-insect:before{content:"\\f188"}``)."""
+    outside `used` (``.fa-bug:before,.fa-insect:before{content:"\\f188"}``),
+    and, given `words` (every word of the pages and scripts), without the
+    rules none of whose selectors can match (`may_match`)."""
     def keep(m: re.Match) -> str:
         selectors, body = m.group(1), m.group(2)
         names = CLASS_GLYPH.findall(selectors)
@@ -124,8 +139,40 @@ def strip_unused_classes(css: str, used: set[str]) -> str:
             r"(?:\.fa-[a-z0-9-]+:(?:before|after),?)+", selectors.strip())
         if only_icons and body.startswith("content:") and not set(names) & used:
             return ""
+        text = COMMENT.sub("", selectors).strip()
+        if words is not None and text and not text.startswith("@") and not any(
+                may_match(selector, words) for selector in selector_list(text)):
+            return ""
         return m.group(0)
-    return RULE.sub(keep, css)
+    return EMPTY_MEDIA.sub("", RULE.sub(keep, css))
+
+
+def selector_list(text: str) -> list[str]:
+    """The selectors of a rule: `text` split at the commas outside brackets
+    (``img:not(.only-dark,.dark-light)`` is one selector)."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += (c in "([") - (c in ")]")
+        if c == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
+
+
+def may_match(selector: str, words: set[str]) -> bool:
+    """False if `selector` needs a class that is not in `words`."""
+    if FUNCTIONAL.search(selector):
+        return True
+    return all(name in words for name in SELECTOR_CLASS.findall(NOT.sub("", selector)))
+
+
+def page_and_script_words(out: Path, nested: set[str]) -> set[str]:
+    """Every word (letters, digits, _ and -) of the built pages and scripts."""
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in out.rglob("*.html")
+             if p.relative_to(out).parts[0] not in ("_images", "_sources", *nested)]
+    texts += [p.read_text(encoding="utf-8", errors="replace")
+              for p in (out / "_static").rglob("*.js")]
+    return {w for text in texts for w in WORD.findall(text)}
 
 
 def used_classes(out: Path, nested: set[str]) -> set[str]:
@@ -188,7 +235,8 @@ def _write_icons(app, exception) -> None:
     if theme.is_file():
         used = used_classes(out, nested)
         (out / "_static" / THEME_CSS).write_text(
-            strip_unused_classes(theme.read_text(encoding="utf-8"), used), encoding="utf-8")
+            strip_unused_classes(theme.read_text(encoding="utf-8"), used,
+                                 page_and_script_words(out, nested)), encoding="utf-8")
 
 
 KATEX_FONTS = Path(__file__).resolve().parents[2] / "_vendor" / "katex" / "fonts"
