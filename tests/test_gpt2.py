@@ -210,3 +210,27 @@ def test_the_chapters_gpt2_code_runs_as_printed_on_a_small_gpt2(monkeypatch, cap
     assert [r.split()[0] for r in rows] == ["0", "1"]           # a line per layer
     scores = [float(x) for r in rows for x in r.replace("[", " ").replace("]", " ").split()[1:]]
     assert len(scores) == 2 * 2 * 4 and all(0 <= s <= 1 for s in scores)
+
+
+@pytest.mark.parametrize("impl", [None, "eager"])   # None: the default
+def test_chapter_12s_account_of_transformers_masks(impl):
+    """Chapter 12: in the pinned transformers GPT2Attention has no _attn and
+    no mask buffer; with the default sdpa a query whose every key is masked
+    (left padding) gets a zero output, as attnbook's layer does, while the
+    eager option adds finfo.min, so that query averages the values."""
+    from transformers.models.gpt2 import modeling_gpt2
+
+    assert not hasattr(modeling_gpt2.GPT2Attention, "_attn")
+    chosen = {} if impl is None else {"attn_implementation": impl}
+    hf = gpt2(n_layer=1, **chosen)
+    assert hf.config._attn_implementation == (impl or "sdpa")
+    assert not any(n.endswith("attn.bias") for n, _ in hf.named_buffers())
+    seen = {}
+    hf.transformer.h[0].attn.c_proj.register_forward_hook(
+        lambda module, args, out: seen.setdefault("heads", args[0]))
+    ids, keep = torch.tensor([[3, 4, 5, 6]]), torch.tensor([[0, 0, 1, 1]])
+    with torch.no_grad():
+        hf(input_ids=ids, attention_mask=keep)
+    padded = seen["heads"][0, 0]                 # query 0: only padding to see
+    assert torch.isfinite(padded).all()
+    assert (padded == 0).all() == (impl is None)

@@ -294,6 +294,8 @@ TYPED_ON_PURPOSE = {
     ("09_scoring_and_masks", "0.5"): "input: the dropout probability",
     ("09_scoring_and_masks", "3e-4"): "the comment of a solution's code; "
     "test_part3.py::test_ch9_exercise_float16_mask_solution",
+    ("12_attention_layer", "5.24"): "a version number of transformers, the "
+    "pinned one (requirements.txt; tests/test_gpt2.py checks the pin)",
     ("11_positions", "6.28"): "a constant: 2π",
     **{("15_tiny_language_model", n): "input: a sampling temperature the chapter chooses"
        for n in ("0.25", "0.5", "1.5")},
