@@ -8,9 +8,8 @@ when the book was built: an <input type="range"> (keyboard-operable) that
 swaps PNG frames, with the current value beside it. `Explorer.to_html`
 writes the frames inline as data URIs, so its output stands alone; the
 book's build then moves each frame to a PNG file in the book's
-``_images/`` folder and links it from the page (tools/sphinx/frames.py),
-so a page saved on its own loses its frames. The slider needs no network
-and works over file://.
+``_images/`` folder and links it from the page (tools/sphinx/frames.py).
+The slider needs no network and works over file://.
 
 Without ipywidgets, a notebook shows the current frame as a still picture.
 
