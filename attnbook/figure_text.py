@@ -10,7 +10,8 @@ code reads as it always did.
 
 The translations are gettext messages in ``locales/zh_CN/LC_MESSAGES/
 figures.po``. The build (``tools/build``) hands them to the kernel as a JSON
-file named by the environment variable `CATALOGUE_ENV`, with a font that has
+file named by the environment variable ``ATTNBOOK_FIGURE_CATALOGUE`` (its
+name is the constant `CATALOGUE_ENV`), with a font that has
 their Chinese characters; without it (JupyterLab, a plain ``python``),
 figures are drawn in English only.
 
@@ -95,7 +96,8 @@ def template(text: str) -> tuple[str, list[str]]:
     Returns
     -------
     message : str
-        The text with each number outside ``$...$`` replaced by `SLOT`,
+        The text with each number outside ``$...$`` replaced by `SLOT`
+        (``"{}"``),
         e.g. ``"d_k = {}: entropy {}"``, and each literal brace there
         doubled, as in ``str.format`` (``"set {}"`` is ``"set {{}}"``).
     numbers : list of str
@@ -139,7 +141,7 @@ def translate(text: str, messages: dict[str, str]) -> str | None:
     text : str
         A figure's text.
     messages : dict of str to str
-        Message to translation; a translation has as many `SLOT` as its
+        Message to translation; a translation has as many `SLOT` (``"{}"``) as its
         message, and the numbers go back into them in order.
 
     Returns
@@ -178,7 +180,8 @@ def catalogue() -> dict | None:
 
     Parameters
     ----------
-    None; the file is named by the environment variable `CATALOGUE_ENV`.
+    None; the file is named by the environment variable
+    ``ATTNBOOK_FIGURE_CATALOGUE`` (the constant `CATALOGUE_ENV`).
 
     Returns
     -------
@@ -356,9 +359,11 @@ def figure_bundle(fig: Figure, render) -> tuple[dict, dict]:
     Returns
     -------
     data : dict
-        'image/png' and, with a catalogue, `TRANSLATED_PNG` (base64 text).
+        'image/png' and, with a catalogue, `TRANSLATED_PNG`
+        (``"image/vnd.attnbook.zh+png"``, base64 text).
     metadata : dict
-        Under `METADATA_KEY`, the figure's messages and the missing ones.
+        Under `METADATA_KEY` (``"attnbook/figure-text"``), the figure's
+        messages and the missing ones.
     """
     import base64
     _figure(fig)

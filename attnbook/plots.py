@@ -135,9 +135,9 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
 
     Taught in :doc:`/chapters/01_looking_things_up` (chapter 1).
 
-    An axis longer than MAX_TICKS gets at most MAX_TICKS evenly spaced ticks
-    (each with its own row's or column's label), instead of one unreadable
-    label per row and column.
+    An axis longer than 30 cells (the constant MAX_TICKS) gets at most 30
+    evenly spaced ticks (each with its own row's or column's label), instead
+    of one unreadable label per row and column.
 
     Parameters
     ----------
@@ -154,7 +154,8 @@ def heatmap(weights, ax=None, row_labels: Sequence[str] | None = None,
         data (for raw scores); a bound that is given is always kept.
     annotate : bool, optional
         Write each value in its cell; default: when there are at most
-        ANNOTATE_MAX_CELLS cells (more than ANNOTATE_LIMIT is refused).
+        144 cells (the constant ANNOTATE_MAX_CELLS); more than 10,000 cells
+        (ANNOTATE_LIMIT) is refused.
     fmt : str, default "{:.2f}"
         Format of the written values.
     colorbar : bool, default True

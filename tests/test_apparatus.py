@@ -251,6 +251,26 @@ def test_api_page_documents_every_attnbook_module():
         assert f".. automodule:: attnbook.{name}\n   :members:" in api, name
 
 
+def test_the_constants_a_docstring_names_have_the_values_it_gives():
+    """The API page has no entry for a module's constants, so the docstrings
+    that name one give its value; a changed constant must change them."""
+    import importlib
+    doc = {"figure_text": ("CATALOGUE_ENV", "SLOT", "TRANSLATED_PNG", "METADATA_KEY"),
+           "plots": ("MAX_TICKS", "ANNOTATE_MAX_CELLS", "ANNOTATE_LIMIT"),
+           "explorers.png": ("DPI",)}
+    text = "\n".join((ROOT / "attnbook" / f"{m.replace('.', '/')}.py").read_text()
+                     for m in doc)
+    text += (ROOT / "attnbook" / "explorers" / "__init__.py").read_text()
+    text += (ROOT / "attnbook" / "explorers" / "explorer.py").read_text()
+    for module, names in doc.items():
+        mod = importlib.import_module(f"attnbook.{module}")
+        for name in names:
+            value = getattr(mod, name)
+            shown = ({f"{value:,}", f"{value} dpi"} if isinstance(value, int)
+                     else {f'``"{value}"``', f"``{value}``"})
+            assert any(s in text for s in shown), (module, name, shown)
+
+
 def test_every_documented_module_is_an_attribute_of_the_package():
     """api.md documents `attnbook.<name>`; a reader who types it must get the module."""
     code = ("import attnbook, sys; "

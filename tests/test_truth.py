@@ -257,6 +257,9 @@ LITERALS_SKIPPED: set[str] = set()
 #: value: why it is not glued. Anything computed from the book's data and
 #: quoted as a result must be glued instead.
 TYPED_ON_PURPOSE = {
+    **{("14_the_whole_block", n): "the comment of Exercise 42's solution code, "
+       "the pen-and-paper answer in MiB; a hidden cell of the chapter asserts it"
+       for n in ("2048.0", "512.0", "64.0")},
     **{("02_soft_lookup", n): "input: the weights an exercise hands the reader"
        for n in ("0.5", "0.2", "0.6", "1.5")},
     **{("02_soft_lookup", n): "pen-and-paper answer from the exercise's inputs; "

@@ -5,15 +5,18 @@ Each `explore_*` function returns an `Explorer`. Displayed in a live kernel
 updates the artists of one matplotlib figure in place and re-renders it. In
 the HTML book the same output is a kernel-free slider over frames rendered
 when the book was built: an <input type="range"> (keyboard-operable) that
-swaps inline PNG frames, with the current value beside it. It needs no
-network and works over file://.
+swaps PNG frames, with the current value beside it. `Explorer.to_html`
+writes the frames inline as data URIs, so its output stands alone; the
+book's build then moves each frame to a PNG file in the book's
+``_images/`` folder and links it from the page (tools/sphinx/frames.py).
+The slider needs no network and works over file://.
 
 Without ipywidgets, a notebook shows the current frame as a still picture.
 
 One explorer per module: `dk` (chapter 5), `temperature` (chapter 4),
 `attention` (chapter 7), `bandwidth` (chapter 8), `rope_offset` (chapter 11),
 `training` (chapter 13), `heads` (chapter 15) and `induction` (chapter 16); the
-`Explorer` class is in `explorer`, and the frames' PNG encoding in `frames`.
+`Explorer` class is in `explorer`, and the frames' PNG encoding (at 72 dpi) in `png`.
 """
 from __future__ import annotations
 

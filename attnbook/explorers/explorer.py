@@ -196,7 +196,7 @@ class Explorer:
         Returns
         -------
         bytes
-            An RGB PNG of the figure at `DPI`.
+            An RGB PNG of the figure at 72 dpi (`attnbook.explorers.png.DPI`).
         """
         frame = self._live_frames.get(self.index)
         if frame is not None:
