@@ -4,6 +4,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from matplotlib.colors import LogNorm
 
 from .. import plots
 from .._checks import (
@@ -15,7 +16,11 @@ from .._checks import (
     sequence,
 )
 from ..kernel import nadaraya_watson
-from .explorer import Explorer, steady_ticks
+from .explorer import Explorer
+
+#: The smallest weight the colour scale tells apart; smaller ones, down to
+#: 0, share its colour.
+WEIGHT_FLOOR = 1e-3
 
 
 def explore_bandwidth(x_train, y_train, x_test, y_test=None,
@@ -26,7 +31,10 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
 
     Taught in :doc:`/chapters/08_kernel_regression` (chapter 8). Left, the
     training points, the true curve (if y_test is given) and the fit;
-    right, the weights (test inputs x training inputs, both sorted).
+    right, the weights (test inputs x training inputs, both sorted), on
+    one colour scale for every frame: logarithmic from WEIGHT_FLOOR to 1,
+    so that a frame's colours compare with another's (uniform weights at a
+    large bandwidth look faint, not as bright as one-hot ones).
 
     Parameters
     ----------
@@ -82,23 +90,25 @@ def explore_bandwidth(x_train, y_train, x_test, y_test=None,
     ax_fit.set_xlabel("x")
     ax_fit.set_ylabel("y")
     ax_fit.legend(fontsize=8, loc="lower center")
-    plots.heatmap(fits[0][1], ax=ax_w, title="weights", annotate=False, xlabel="training inputs",
-                  ylabel="test inputs", colorbar=True, vmax=None)
+    plots.heatmap(np.maximum(fits[0][1], WEIGHT_FLOOR), ax=ax_w,
+                  title="weights (log colour scale)", annotate=False,
+                  xlabel="training inputs", ylabel="test inputs", colorbar=False)
     ax_w.set_xticks([])
     ax_w.set_yticks([])
     im = ax_w.images[0]
-    steady_ticks(im.colorbar, min(w.max() for _, w in fits), nbins=5)
+    im.set_norm(LogNorm(vmin=WEIGHT_FLOOR, vmax=1.0))
+    bar = fig.colorbar(im, ax=ax_w)
+    bar.set_label(f"weight (bottom colour: {WEIGHT_FLOOR:g} or less)")
     title = fig.suptitle("")
 
     def update(i: int) -> None:
         y_hat, w = fits[i]
         line.set_ydata(y_hat)
-        im.set_data(w)
-        im.set_clim(0, w.max())
+        im.set_data(np.maximum(w, WEIGHT_FLOOR))
         mse = "" if y_test is None else \
             f", MSE against the truth {np.mean((y_hat - y_test) ** 2):.3f}"
         title.set_text(f"bandwidth h = {bandwidths[i]:g}{mse}")
 
     return Explorer("bandwidth", list(bandwidths), [f"{h:g}" for h in bandwidths], fig,
                     update, index, "Nadaraya–Watson fit and weights as the bandwidth changes",
-                    dynamic=[line, im, im.colorbar.ax, title])
+                    dynamic=[line, im, title])
