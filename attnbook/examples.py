@@ -18,10 +18,13 @@ __all__ = ["FRUIT_TABLE", "FRUIT_WEIGHTS", "WORDS", "WORD_GROUPS", "ANALOGY",
 def __dir__() -> list[str]:
     return sorted(__all__)
 
-#: The lookup table (key -> value) of Jay Mody's "An Intuition for Attention".
+#: The lookup table (key -> value) of Jay Mody's "An Intuition for Attention",
+#: as revised on 17 February 2023 (commit 50d73f4 of jaymody/blogposts); its
+#: first version (October 2022) used racket, ball and tree instead.
 FRUIT_TABLE = {"apple": 10.0, "banana": 5.0, "chair": 2.0}
 
-#: The hand-chosen weights for the query "fruit" in the same post.
+#: The hand-chosen weights for the query "fruit" in the same revision (the
+#: first version asked for "tennis").
 FRUIT_WEIGHTS = {"apple": 0.6, "banana": 0.4, "chair": 0.0}
 
 

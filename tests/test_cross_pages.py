@@ -341,6 +341,8 @@ SHARED_FACTS = [
     ("mikolov2013efficient", "03_word_vectors",
      r"The words of the question\s+are left out of the candidates",
      r"leaves the three question words out of the\s+candidates"),
+    ("mody2022intuition", "02_soft_lookup",
+     r"as revised in February 2023", r"as revised in February 2023"),
 ]
 
 
