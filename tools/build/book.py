@@ -418,7 +418,9 @@ ZH_SETTINGS = {
     "book_toggle_label": "展开或收起内容",
     "book_solution_title": "{exercise} 的解答",
     "book_citation_words": {"sep": "、", "sep2": " 和 ", "last_sep": " 和 ", "other": " 等",
-                            "author_year_sep": "，"},
+                            "author_year_sep": "，",
+                            # between two works: "[Elhage 等，2021；Olsson 等，2022]"
+                            "bracket_sep": "；"},
 }
 ZH_THEME = {"search_bar_text": "搜索本书……"}
 ZH_HTML_OPTIONS = {"extra_footer": "本书每一页上的每个数字都由该页的代码算出。"}

@@ -21,7 +21,8 @@ tools/build/book.py sets the Chinese edition's settings (ZH_SETTINGS).
    in that order, the link to the exercise kept.
 3. Textual citations. ``{cite:t}`` joins authors with English words
    ("Milakov and Gimelshein [2018]"). With ``book_citation_words`` the
-   reference style is the configured one with those separators ("和", "等").
+   reference style is the configured one with those separators ("和", "等",
+   and "；" between the works of one citation).
 4. Bibliography notes. The ``note`` and ``howpublished`` fields of
    references.bib ("Blog post", "In Chinese. Source of ...") are English
    prose. The gettext builder adds them to the catalogue of the page that
@@ -52,7 +53,7 @@ from __future__ import annotations
 import gettext
 import io
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 
 from docutils import nodes
@@ -152,6 +153,9 @@ def _citation_words(app, config) -> None:
         return
     person = {k: v for k, v in words.items() if k in {f.name for f in fields(PersonStyle)}}
     style = {k: v for k, v in words.items() if k in own}
+    # "bracket_sep": the separator between the works of one citation, in
+    # every bracket style ("[A, 2021, B, 2022]" has the author-year comma)
+    bracket_sep = words.get("bracket_sep")
 
     @dataclass
     class Translated(base):
@@ -160,6 +164,10 @@ def _citation_words(app, config) -> None:
         def __post_init__(self):
             for name, value in style.items():
                 setattr(self, name, value)
+            if bracket_sep:
+                for f in fields(self):
+                    if f.name.startswith("bracket_"):
+                        setattr(self, f.name, replace(getattr(self, f.name), sep=bracket_sep))
             super().__post_init__()
 
     name = f"{config.bibtex_reference_style}-{config.language}"
