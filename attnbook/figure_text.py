@@ -178,9 +178,7 @@ def translate(text: str, messages: dict[str, str]) -> str | None:
 def catalogue() -> dict | None:
     """The build's catalogue, read once, its fonts registered with matplotlib.
 
-    Parameters
-    ----------
-    None; the file is named by the environment variable
+    It takes no argument: the file is named by the environment variable
     ``ATTNBOOK_FIGURE_CATALOGUE`` (the constant `CATALOGUE_ENV`).
 
     Returns
