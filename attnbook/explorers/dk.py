@@ -70,13 +70,15 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2**i for i in range(11
     step_scaled = ax_hist.stairs(np.zeros(40), edges, label="q·k / √d_k", color="#2166ac")
     ax_hist.set_xlabel("score")
     ax_hist.set_ylabel("density")
-    histograms = []                     # per d_k: bin edges, raw and scaled densities
+    # per d_k: raw bin edges and densities, then the scaled densities, which
+    # keep the fixed edges: bins that widened with the raw spread would
+    # flatten a std-1 histogram into two bins at large d_k
+    histograms = []
     for d_k, raw in zip(d_ks, stats["scores"], strict=True):
         width = max(4.0, 4 * np.sqrt(d_k))
         e = np.linspace(-width, width, 41)
-        scaled = np.clip(raw / np.sqrt(d_k), -width, width)
         histograms.append((e, np.histogram(raw, e, density=True)[0],
-                           np.histogram(scaled, e, density=True)[0]))
+                           np.histogram(raw / np.sqrt(d_k), edges, density=True)[0]))
     tops = [1.1 * max(h[2].max(), 1e-9) for h in histograms]
     steady_ticks(ax_hist.yaxis, min(tops))
     # the legend sits in the static note panel, so a slider move redraws less text
@@ -107,7 +109,7 @@ def explore_dk(seed: int = 0, d_ks: Sequence[int] = tuple(2**i for i in range(11
         scaled = raw / np.sqrt(d_k)
         e, hist_raw, hist_scaled = histograms[i]
         step_raw.set_data(hist_raw, e)
-        step_scaled.set_data(hist_scaled, e)
+        step_scaled.set_data(hist_scaled, edges)
         ax_hist.set_xlim(e[0], e[-1])
         ax_hist.set_ylim(0, tops[i])
         im_raw.set_data(softmax(raw[:nq, :nk], axis=1))
