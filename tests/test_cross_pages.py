@@ -332,6 +332,10 @@ SHARED_FACTS = [
     ("touvron2023llama", "14_the_whole_block",
      r"LLaMA, whose \$W_q\$ and \$W_k\$ have no biases",
      r"its wq, wk have no biases"),
+    ("touvron2023llama", "14_the_whole_block",
+     r"convert_llama_weights_to_hf\.py` in huggingface/transformers at commit\s+`01cc9cd`",
+     r"convert_llama_weights_to_hf\.py permutes the rows of wq and\s+wk head by head"
+     r" \(checked against huggingface/transformers at commit\s+01cc9cd"),
     ("brown2020language", "15_tiny_language_model",
      r"GPT-3 put a special end-of-text token there and masked nothing",
      r"separated by an end-of-text token, with no mask between them"),
