@@ -200,7 +200,7 @@ FORWARD_MENTIONS = {
     "projection": (5, 7, "'without projections (chapter 7)'"),
     "head": (7, 10, "'with several heads, chapter 10'"),
     "kernel regression": (7, 8, "'Next:', the following chapter"),
-    "ablation": (10, 16, "the original paper's ablations, named; chapter 16 runs one"),
+    "ablation": (10, 15, "the original paper's ablations, named; chapter 15 runs one"),
     "language model": (12, 15, "'a language model such as GPT-2', named"),
     "in-context learning": (13, 16, "'where in-context learning is thought to start', named"),
     "layer normalisation": (3, 5, "'Transformers first normalise that vector', named"),

@@ -96,7 +96,6 @@ def test_ch15_agreement_and_the_heads():
     # the ablation: the most harmful removal of one or two heads leaves about
     # a coin toss or less; with seed 0 (the book's), neither of the heads that
     # look hardest is needed alone
-    assert glued_float(CH15, "without_one_pct") >= 95
     assert glued_float(CH15, "worst_pct") < 65
     assert 1 <= glued_float(CH15, "start_layer") <= 2 and 1 <= glued_float(CH15, "start_head") <= 4
 
