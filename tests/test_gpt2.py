@@ -205,6 +205,8 @@ def test_the_chapters_gpt2_code_runs_as_printed_on_a_small_gpt2(monkeypatch, cap
     ns = {}
     exec(load, ns)
     assert ns["gpt2"].max_len == 128 and ns["new"].shape == (1, 10)
+    printed = capsys.readouterr().out.split()                   # vocab, heads, context
+    assert printed[:1] == [str(ns["gpt2"].vocab)] and printed[-1] == "128", printed
     exec(measure, ns)
     rows = capsys.readouterr().out.strip().splitlines()
     assert [r.split()[0] for r in rows] == ["0", "1"]           # a line per layer
