@@ -71,7 +71,7 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
     # half a step of margin, so that the line at either end is not hidden by the spine
     ax_off.set_xlim(offsets[0] - 0.5, offsets[-1] + 0.5)
     ax_off.set_xlabel("offset j − i (key position minus query position)")
-    ax_off.set_ylabel("score q·k / √d")
+    ax_off.set_ylabel("score / √d")
     ax_off.set_title(f"one curve per query position i ({n_positions} of them)", fontsize=10)
     ax_off.set_ylim(lo - pad, hi + pad)
     ax_off.legend(fontsize=8, loc="upper left")
@@ -80,7 +80,7 @@ def explore_rope_offset(d: int = 16, max_offset: int = 8, n_positions: int = 16,
     (line_added,) = ax_pos.plot(pos, added[0], "s-", color="#d95f02", ms=3,
                                 label="added sinusoids")
     ax_pos.set_xlabel("query position i")
-    ax_pos.set_ylabel("score q·k / √d")
+    ax_pos.set_ylabel("score / √d")
     # headroom above every score for the legend, so it never covers a point
     ax_pos.set_ylim(lo - pad, hi + pad + 0.3 * (hi - lo + 2 * pad))
     ax_pos.legend(fontsize=8, loc="upper left", ncols=2)
