@@ -3,6 +3,8 @@
 answers."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -53,7 +55,9 @@ def test_ch14_one_sequences_cache_is_smaller_than_the_parameters_a_batch_is_not(
     assert glued_float(CH14, "gpt2_weights_mib") == pytest.approx(weights_mib)
     assert glued_float(CH14, "gpt2_token_kib") == per_token_kib == 72
     tokens = glued_float(CH14, "break_even_tokens")
-    assert tokens == pytest.approx(weights_mib * 2 ** 10 / per_token_kib) and tokens > 1024
+    # the first whole number of tokens whose cache exceeds the parameters
+    assert tokens == math.ceil(weights_mib * 2 ** 10 / per_token_kib) and tokens > 1024
+    assert (tokens - 1) * per_token_kib < weights_mib * 2 ** 10 < tokens * per_token_kib
     cache_mib = glued_float(CH14, "gpt2_cache")
     batch = glued_float(CH14, "break_even_batch")
     assert (batch - 1) * cache_mib < weights_mib < batch * cache_mib
