@@ -10,6 +10,9 @@ first paint under Lighthouse's mobile profile) are measured by
 - neither Font Awesome's font nor searchindex.js is requested before first
   paint (tools/sphinx/icons.py, _templates/layout.html), and every icon on
   the page still has its glyph;
+- the page's scripts (the theme's, the copy and folding buttons') are
+  requested after first paint, in their order, and still run
+  (tools/sphinx/firstpaint.py's loader);
 - stepping through an explorer with the keyboard shows every frame with its
   alt text, and with JavaScript off the first frame shows.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 from survey import built_pages
@@ -105,6 +109,40 @@ def test_font_awesome_and_search_index_wait_for_first_paint(built_book, book_ser
                 or r["name"].endswith("searchindex.js")], "loaded after first paint"
     assert len(icons) >= 4, f"only {len(icons)} icons shown: {icons}"
     assert all(i["ok"] for i in icons), [i for i in icons if not i["ok"]]
+
+
+@pytest.mark.parametrize("page_path", PAGES)
+def test_scripts_wait_for_first_paint_and_still_run(built_book, book_server, browser, page_path):
+    """No script file but documentation_options.js, doctools.js (and the
+    Chinese translations.js) is requested before first paint; the others are
+    requested after it, in the page's order, and do their work: the theme
+    (bootstrap's global, the sidebar toggle), the copy buttons and the
+    folding buttons."""
+    from tools.sphinx.firstpaint import BLOCKING
+    page_html = (built_book / page_path).read_text(encoding="utf-8")
+    assert not re.search(r'<script[^>]*\bdefer\b[^>]*\bsrc=', page_html), "a deferred script"
+    order = [s["src"].split("?")[0].rsplit("/", 1)[-1]
+             for s in json.loads(re.search(r"\}\)\((\[.*?\])\);</script>", page_html).group(1))]
+    assert order[-2:] == ["bootstrap.js", "pydata-sphinx-theme.js"], order
+    assert {"copybutton.js", "togglebutton.js", "sphinx-book-theme.js"} <= set(order), order
+    context = browser.new_context(viewport={"width": 412, "height": 823})
+    page = context.new_page()
+    page.goto(f"{book_server}/{page_path}", wait_until="load")
+    page.wait_for_selector("html[data-late-scripts=ran]", state="attached", timeout=20_000)
+    fetched = page.evaluate(FIRST_PAINT)
+    scripts = [r for r in fetched if r["name"].split("?")[0].endswith(".js")]
+    early = {r["name"].split("?")[0].rsplit("/", 1)[-1] for r in scripts if r["early"]}
+    assert early <= {Path(b).name for b in BLOCKING}, early
+    late = [r["name"].split("?")[0].rsplit("/", 1)[-1] for r in scripts if not r["early"]]
+    assert [n for n in late if n in order] == order, late
+    ran = page.evaluate("""() => ({
+        bootstrap: typeof bootstrap === 'object' && typeof bootstrap.Tooltip === 'function',
+        copy: document.querySelectorAll('button.copybtn').length,
+        toggles: document.querySelectorAll('button.toggle-button').length,
+        noprint: document.querySelector('.bd-header').classList.contains('noprint')})""")
+    context.close()
+    assert ran["bootstrap"] and ran["noprint"], ran
+    assert ran["copy"] >= 5 and ran["toggles"] >= 1, ran
 
 
 def test_the_search_page_still_loads_the_index(built_book, book_server, browser):

@@ -36,15 +36,27 @@ any of the build's scripts, which add classes such as ``show`` at run time.
 A selector with ``:is()``, ``:where()`` or ``:has()``, and every at-rule
 (``@font-face``, ``@keyframes``' steps), stays.
 
-**Scripts.** Sphinx's and the extensions' scripts (doctools, the copy
-button, the folding buttons, sphinx-design's tabs: 20 KB) were loaded in
-<head> without ``defer``, so the browser stopped reading the page until each
-had arrived and run. They are deferred, in their order, and run before
-DOMContentLoaded as before; ``documentation_options.js``, ``doctools.js``
+**Scripts.** Sphinx's and the extensions' scripts (the copy button, the
+folding buttons, sphinx-design's tabs, the search highlighter: 20 KB) were
+loaded in <head> without ``defer``, and the theme's bootstrap.js and
+pydata-sphinx-theme.js (30 KB) were deferred at the end of the body. None of
+them draws anything on the first screen, but the browser's preload scanner
+fetched them all before the first paint, and on a phone they took a quarter
+of the bandwidth from the stylesheets and fonts that gate it. They are now
+inserted, in their order and with ``async = false`` (so each runs after the
+one before, as deferred scripts did), by a small inline loader at the end of
+the body once the page has painted its first content (a ``paint`` entry
+``first-contentful-paint``), or at the ``load`` event in a browser without
+paint timing (``LOADER`` below; _templates/static/webpack-macros.html adds
+the theme's two). Each of them waits for the document with
+``document.readyState``, so running after DOMContentLoaded changes nothing;
+sphinx-design's design-tabs.js listens only for DOMContentLoaded, and no
+page of the book has tabs. ``documentation_options.js``, ``doctools.js``
 and the Chinese edition's ``translations.js`` stay as they were (2.6 KB),
-since inline scripts after them use what they define,
-and the search page keeps them all blocking: its template loads
-searchtools.js, which calls doctools.js's ``_ready`` at once.
+since inline scripts after them use what they define, and the search page
+keeps them all blocking: its template loads searchtools.js, which calls
+doctools.js's ``_ready`` at once. When every script has run, the loader sets
+``data-late-scripts="ran"`` on ``<html>`` (the browser tests wait for it).
 
 **Formula fonts.** A page with formulas preloads the KaTeX fonts they use
 (tools/sphinx/math.py), so formulas show at first paint: 42 KB on chapter
@@ -60,7 +72,9 @@ page), from the vendored originals in _vendor/katex/fonts.
 from __future__ import annotations
 
 import base64
+import html
 import io
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -312,24 +326,67 @@ BLOCKING = {"_static/documentation_options.js", "_static/doctools.js",
 EAGER_IMG = re.compile(r"<img (?![^>]*\bloading=)")
 
 
+#: inserts the page's scripts after its first paint (see **Scripts.** above)
+LOADER = """<script>(function (scripts) {
+  var started = false;
+  function load() {
+    if (started) return;
+    started = true;
+    scripts.forEach(function (attributes, i) {
+      var s = document.createElement("script");
+      for (var name in attributes) s.setAttribute(name, attributes[name]);
+      s.async = false;
+      if (i === scripts.length - 1) s.onload = s.onerror = function () {
+        document.documentElement.setAttribute("data-late-scripts", "ran");
+      };
+      document.body.appendChild(s);
+    });
+  }
+  try {
+    new PerformanceObserver(function (list) {
+      if (list.getEntriesByName("first-contentful-paint").length) setTimeout(load, 0);
+    }).observe({type: "paint", buffered: true});
+  } catch (e) {}
+  addEventListener("load", load);
+})(%s);</script>"""
+
+ATTRIBUTE = re.compile(r'([\w:-]+)="([^"]*)"')
+
+
+def script_attributes(tag: str) -> dict[str, str]:
+    """The attributes of the ``<script ...>`` tag Sphinx's ``js_tag`` writes."""
+    opening = tag[:tag.index(">")]
+    return {name: html.unescape(value) for name, value in ATTRIBUTE.findall(opening)}
+
+
+def loader(scripts: list[dict[str, str]]) -> str:
+    """The inline ``<script>`` that inserts ``scripts`` after the first paint."""
+    text = json.dumps(scripts, ensure_ascii=False).replace("</", "<\\/")
+    return LOADER % text
+
+
 def _page(app, pagename, templatename, context, doctree) -> None:
     if "body" in context:
         context["body"] = EAGER_IMG.sub('<img loading="lazy" decoding="async" ', context["body"])
+    context["late_scripts"] = []
+    context["late_loader"] = loader
     if pagename == "search":        # its searchtools.js needs doctools.js's _ready first
         return
     # new objects: the page's list holds the builder's own, shared by every page
-    scripts = []
+    scripts, late = [], []
     for script in context.get("script_files", []):
         name = getattr(script, "filename", "") or ""
         attributes = getattr(script, "attributes", None)
         if (name and name not in BLOCKING and attributes is not None
-                and "body" not in attributes and "async" not in attributes
-                and "defer" not in attributes):
-            script = type(script)(name, priority=script.priority,
-                                  **{**attributes, "defer": "defer"})
-        scripts.append(script)
+                and "body" not in attributes and "async" not in attributes):
+            attributes = script_attributes(context["js_tag"](script))
+            attributes.pop("defer", None)
+            late.append(attributes)
+        else:
+            scripts.append(script)
     if "script_files" in context:
         context["script_files"] = scripts
+    context["late_scripts"] = late
 
 
 def setup(app):
