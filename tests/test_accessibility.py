@@ -261,6 +261,14 @@ def test_pages_with_chinese_and_only_those_load_a_font_holding_every_character(b
         held |= {chr(c) for c in TTFont(str(folder / name)).getBestCmap()}
     needed = set.union(*with_cjk.values())
     assert needed <= held, f"characters missing from the subset: {sorted(needed - held)}"
+    # a reader with a Chinese font of their own (every phone) fetches neither file
+    from tools.sphinx.a11y import LOCAL_FONTS
+    faces = re.findall(r"@font-face \{(.*?)\}", css, re.S)
+    assert len(faces) == len(served), faces
+    for face in faces:
+        sources = re.search(r"src: (.*?);", face, re.S).group(1)
+        assert re.findall(r'local\("([^"]+)"\)', sources) == LOCAL_FONTS, sources
+        assert sources.rindex("local(") < sources.index("url("), sources
     size = sum((folder / name).stat().st_size for name in served)
     print(f"\n[cjk] {len(needed)} characters on {len(with_cjk)} pages; "
           f"{len(served)} font files, {size / 1024:.1f} KiB in all")
