@@ -80,6 +80,11 @@ SETTLE = """async () => {
 }"""
 
 
+#: true once the page's late scripts have run, or on a page without the loader
+LATE_SCRIPTS_RAN = """() => document.documentElement.dataset.lateScripts === 'ran'
+    || ![...document.scripts].some(s => s.textContent.includes('data-late-scripts'))"""
+
+
 def goto_settled(page, url: str, transitions: bool = True) -> None:
     """Open `url` and wait until the page's fonts (and, unless `transitions`
     is False, its colour transitions) have settled.
@@ -94,6 +99,8 @@ def goto_settled(page, url: str, transitions: bool = True) -> None:
     if url.rsplit("/", 1)[-1] == "index.html":
         page.wait_for_url(lambda u: u.rsplit("/", 1)[-1] != "index.html")
         page.wait_for_load_state("load")
+    # the theme's and the buttons' scripts run after first paint (tools/sphinx/firstpaint.py)
+    page.wait_for_function(LATE_SCRIPTS_RAN, timeout=30_000)
     page.evaluate(SETTLE if transitions else "async () => { await document.fonts.ready; }")
 
 

@@ -56,7 +56,10 @@ and the Chinese edition's ``translations.js`` stay as they were (2.6 KB),
 since inline scripts after them use what they define, and the search page
 keeps them all blocking: its template loads searchtools.js, which calls
 doctools.js's ``_ready`` at once. When every script has run, the loader sets
-``data-late-scripts="ran"`` on ``<html>`` (the browser tests wait for it).
+``data-late-scripts="ran"`` on ``<html>`` (the browser tests wait for it) and
+fires ``attn:late-scripts-ran`` on the document, for an inline script that
+works on what those scripts made (tools/sphinx/i18n_ui.py's labels of the
+folding buttons, which sphinx-togglebutton's script adds).
 
 **Formula fonts.** A page with formulas preloads the KaTeX fonts they use
 (tools/sphinx/math.py), so formulas show at first paint: 42 KB on chapter
@@ -338,6 +341,7 @@ LOADER = """<script>(function (scripts) {
       s.async = false;
       if (i === scripts.length - 1) s.onload = s.onerror = function () {
         document.documentElement.setAttribute("data-late-scripts", "ran");
+        document.dispatchEvent(new Event("attn:late-scripts-ran"));
       };
       document.body.appendChild(s);
     });

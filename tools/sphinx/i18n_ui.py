@@ -304,12 +304,20 @@ def _toggle_label(app, config) -> None:
     label = config.book_toggle_label
     if not label:
         return
-    # after sphinx-togglebutton's script (a classic script before this one) has
-    # added the buttons on DOMContentLoaded
+    # after sphinx-togglebutton's script has added the buttons: it runs before
+    # DOMContentLoaded on the search page, and after the first paint on the
+    # others (tools/sphinx/firstpaint.py's loader, which then fires
+    # attn:late-scripts-ran)
     app.add_js_file(None, body=(
-        'document.addEventListener("DOMContentLoaded", () => document.querySelectorAll('
-        '"button.toggle-button").forEach((b) => b.setAttribute("aria-label", '
-        f'{json.dumps(label, ensure_ascii=False)})));'))
+        "(function () {\n"
+        "  function label() {\n"
+        '    document.querySelectorAll("button.toggle-button").forEach(function (b) {\n'
+        f'      b.setAttribute("aria-label", {json.dumps(label, ensure_ascii=False)});\n'
+        "    });\n"
+        "  }\n"
+        '  document.addEventListener("DOMContentLoaded", label);\n'
+        '  document.addEventListener("attn:late-scripts-ran", label);\n'
+        "})();"))
 
 
 # --- 7. search messages ------------------------------------------------------------
