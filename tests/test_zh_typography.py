@@ -288,6 +288,23 @@ def test_chinese_api_page_has_no_english_glue(built_book):
     assert " （" not in index
 
 
+def test_chinese_index_calls_only_what_the_english_index_calls(built_book):
+    """zh round 9, W1: an entry of the Chinese index ends in "()" exactly
+    when the API page documents a function or a method there (Sphinx's
+    zh_CN catalogue gave a module's constants the function's "()": BOS()、
+    CMAP(); theme.po fixes the string "%s (in module %s)")."""
+    api = (built_book / "api.html").read_text(encoding="utf-8")
+    kinds = dict((anchor, kind) for kind, anchor in
+                 re.findall(r'<dl class="py (\w+)">\s*<dt[^>]*id="([^"]+)"', api))
+    index = (built_book / "zh" / "genindex.html").read_text(encoding="utf-8")
+    entries = re.findall(r'<li><a href="api\.html#([^"]*)">([^<]*)</a>', index)
+    assert len(kinds) > 100 and {a for a, _ in entries} >= kinds.keys()
+    wrong = [label for anchor, label in entries if anchor in kinds
+             and (kinds[anchor] in ("function", "method"))
+             != (re.match(r"[\w.]+\(\)", label) is not None)]
+    assert not wrong, wrong
+
+
 def test_api_checker_sees_english():
     assert len(api_page_problems('<p>Taught in <a>归纳头</a> (chapter 16).</p>'
                                  '<dt>参数<span class="colon">:</span></dt>')) == 3
