@@ -451,3 +451,13 @@ def test_no_chinese_page_shows_a_literal_bold_marker(built_book):
         if hits := re.findall(r".{0,12}\*\*.{0,12}", text):
             bad[page.name] = hits[:3]
     assert not bad, bad
+
+
+def test_chinese_download_button_says_it_serves_the_english_source(built_book):
+    """zh round 9, C2: the ".ipynb" button serves the repository's notebook,
+    which is the English text; its Chinese tooltip says so (booktheme.po)."""
+    for page in sorted((built_book / "zh" / "chapters").glob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        titles = re.findall(r'class="btn btn-sm btn-download-source-button[^"]*"\s*'
+                            r'title="([^"]*)"', html)
+        assert titles and all("英文版" in t for t in titles), (page.name, titles)
