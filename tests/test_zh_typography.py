@@ -380,11 +380,11 @@ def test_short_chinese_table_cells_stay_on_one_line_at_390_px(built_book, book_s
 
 
 def test_the_chinese_glossary_names_each_first_chapter_once(built_book):
-    """Each entry ends 首次出现于第 N 章《标题》, the chapter named once: a build
+    """Each entry ends 引入于第 N 章《标题》, the chapter named once: a build
     step that wrapped the link again once gave 第 16 章《第 16 章《归纳头》》."""
     from tools.glossary.terms import glossary_entries
     text = re.sub(r"<[^>]+>", "", (built_book / "zh" / "glossary.html").read_text(encoding="utf-8"))
-    named = re.findall(r"首次出现于(第 \d+ 章《[^《》]+》)", text)
+    named = re.findall(r"引入于(第 \d+ 章《[^《》]+》)", text)
     assert "章《第" not in text
     assert len(named) == len(glossary_entries()), (len(named), len(glossary_entries()))
 
