@@ -132,6 +132,35 @@ def test_each_glossary_entry_is_linked_from_the_chapter_it_names():
             f"glossary says {e.term!r} is introduced in {e.chapter}, which never links it"
 
 
+#: how an entry names an earlier chapter that uses its term before the one
+#: that introduces it: "Chapter 10 uses the term first", "(chapter 3 names it
+#: first, in passing)", "{doc}`chapters/05_scaling` names them first"
+EARLIER = re.compile(r"[Cc]hapter (\d+) (?:uses the term|names (?:it|them)) first"
+                     r"|\{doc\}`chapters/(\d+)_[^`]*` names (?:it|them) first")
+
+
+def test_each_glossary_entry_names_the_first_chapter_that_uses_its_term():
+    """zh round 9, W2: "Introduced in" names the chapter that explains a
+    term; when an earlier chapter already uses it (chapter 1 says "softmax"
+    before chapter 4 defines it), the entry says so, and the chapter it names
+    as first is no later than the first use the glossary checker finds."""
+    first: dict[str, int] = {}
+    for nb in chapter_notebooks():
+        for term in first_uses(chapter_cells(nb), TERMS):
+            first.setdefault(term, int(nb.name[:2]))
+    problems = []
+    for e in ENTRIES:
+        named = int(e.chapter.split("/")[1][:2])
+        said = [int(a or b) for a, b in EARLIER.findall(e.definition)]
+        used = first.get(e.term.lower(), named)
+        if used < named and not (said and min(said) <= used):
+            problems.append(f"{e.term!r}: introduced in {named}, but chapter {used} uses it first")
+        if said and min(said) >= named:
+            problems.append(f"{e.term!r}: says chapter {min(said)} uses it first, "
+                            f"not before {named}")
+    assert not problems, problems
+
+
 def test_first_use_checker_ignores_headings_code_math_and_quotes_but_not_prose():
     cells = ["# Queries and keys\n\nA `query` in code, $q$ in math, a \"key\" quoted.\n",
              "Now the {term}`keys <key>` and the queries.\n\nMore queries.",

@@ -398,7 +398,7 @@ def test_the_chinese_running_page_lists_the_same_torch_chapters():
 
 
 def test_the_chinese_glossary_names_each_chapter_by_number_and_title():
-    """首次出现于 归纳头 reads as the term itself: say 第 16 章《归纳头》."""
+    """引入于 归纳头 reads as the term itself: say 第 16 章《归纳头》."""
     titles = {}
     for path in CHAPTERS:
         title = chapter_title(path)
@@ -412,7 +412,7 @@ def test_the_chinese_glossary_names_each_chapter_by_number_and_title():
             continue
         target = re.search(r"Introduced in\s+\{doc\}`(chapters/[^`]+)`", msg.id).group(1)
         stem = target.split("/")[1]
-        want = f"首次出现于{{doc}}`第 {int(stem[:2])} 章《{titles[stem]}》 <{target}>`"
+        want = f"引入于{{doc}}`第 {int(stem[:2])} 章《{titles[stem]}》 <{target}>`"
         if want not in msg.string:
             wrong.append(f"{msg.id[:30]!r}: wants {want}")
     assert not wrong, "\n".join(wrong)

@@ -288,6 +288,23 @@ def test_chinese_api_page_has_no_english_glue(built_book):
     assert " （" not in index
 
 
+def test_chinese_index_calls_only_what_the_english_index_calls(built_book):
+    """zh round 9, W1: an entry of the Chinese index ends in "()" exactly
+    when the API page documents a function or a method there (Sphinx's
+    zh_CN catalogue gave a module's constants the function's "()": BOS()、
+    CMAP(); theme.po fixes the string "%s (in module %s)")."""
+    api = (built_book / "api.html").read_text(encoding="utf-8")
+    kinds = dict((anchor, kind) for kind, anchor in
+                 re.findall(r'<dl class="py (\w+)">\s*<dt[^>]*id="([^"]+)"', api))
+    index = (built_book / "zh" / "genindex.html").read_text(encoding="utf-8")
+    entries = re.findall(r'<li><a href="api\.html#([^"]*)">([^<]*)</a>', index)
+    assert len(kinds) > 100 and {a for a, _ in entries} >= kinds.keys()
+    wrong = [label for anchor, label in entries if anchor in kinds
+             and (kinds[anchor] in ("function", "method"))
+             != (re.match(r"[\w.]+\(\)", label) is not None)]
+    assert not wrong, wrong
+
+
 def test_api_checker_sees_english():
     assert len(api_page_problems('<p>Taught in <a>归纳头</a> (chapter 16).</p>'
                                  '<dt>参数<span class="colon">:</span></dt>')) == 3
@@ -363,11 +380,11 @@ def test_short_chinese_table_cells_stay_on_one_line_at_390_px(built_book, book_s
 
 
 def test_the_chinese_glossary_names_each_first_chapter_once(built_book):
-    """Each entry ends 首次出现于第 N 章《标题》, the chapter named once: a build
+    """Each entry ends 引入于第 N 章《标题》, the chapter named once: a build
     step that wrapped the link again once gave 第 16 章《第 16 章《归纳头》》."""
     from tools.glossary.terms import glossary_entries
     text = re.sub(r"<[^>]+>", "", (built_book / "zh" / "glossary.html").read_text(encoding="utf-8"))
-    named = re.findall(r"首次出现于(第 \d+ 章《[^《》]+》)", text)
+    named = re.findall(r"引入于(第 \d+ 章《[^《》]+》)", text)
     assert "章《第" not in text
     assert len(named) == len(glossary_entries()), (len(named), len(glossary_entries()))
 
@@ -434,3 +451,13 @@ def test_no_chinese_page_shows_a_literal_bold_marker(built_book):
         if hits := re.findall(r".{0,12}\*\*.{0,12}", text):
             bad[page.name] = hits[:3]
     assert not bad, bad
+
+
+def test_chinese_download_button_says_it_serves_the_english_source(built_book):
+    """zh round 9, C2: the ".ipynb" button serves the repository's notebook,
+    which is the English text; its Chinese tooltip says so (booktheme.po)."""
+    for page in sorted((built_book / "zh" / "chapters").glob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        titles = re.findall(r'class="btn btn-sm btn-download-source-button[^"]*"\s*'
+                            r'title="([^"]*)"', html)
+        assert titles and all("英文版" in t for t in titles), (page.name, titles)

@@ -3,7 +3,7 @@
 1. Spacing at inline boundaries. In MyST, ``**`` right after a Chinese
    character and before a role (``是**{term}`x`**``) cannot open emphasis,
    so the catalogues put a space there ("这就是 **前置层归一化**"), and a
-   ``{doc}`` link's text is only known once resolved ("首次出现于 <link>").
+   ``{doc}`` link's text is only known once resolved ("引入于 <link>").
    After the references are resolved, the whitespace between a Chinese
    character and the start or end of a strong, emphasis, reference, literal
    or inline node is removed where both sides are Chinese characters, or
@@ -32,7 +32,7 @@
 5. Field lists ("参数：", "返回：") end their names with a full-width colon.
 6. The glossary's Chinese names (its ``**中文**``) are index entries and
    glossary terms too, so 消融 is in the general index and a Chinese search
-   ranks the glossary entry first, as an English one does. ("首次出现于第 16
+   ranks the glossary entry first, as an English one does. ("引入于第 16
    章《归纳头》" is written so in glossary.po, with the {doc} link's own
    title: a chapter title such as 归纳头 is also a term.)
 7. The general index sorts a Chinese word by its pinyin (the glossary's) and
