@@ -143,7 +143,6 @@ CHECKED_ELSEWHERE = {
         "test_part4_learning.py::test_ch13_each_key_scores_itself_highest",
     ("02_soft_lookup", "more than any stored value"): "test_part1.py::test_ch2_exercise_answers",
     ("04_softmax_attention", "matters more than it looks"): "not data: a turn of phrase",
-    ("06_many_queries", "with most weight on English"): "not data: asks the reader to choose",
     ("05_scaling", "keep their order of magnitude"):
         "not data: what d2l v1.0.3 writes as its reason for the division",
     ("09_scoring_and_masks", "dot products are much faster in practice"):
