@@ -348,6 +348,8 @@ SHARED_FACTS = [
      r"leaves the three question words out of the\s+candidates"),
     ("mody2022intuition", "02_soft_lookup",
      r"as revised in February 2023", r"as revised in February 2023"),
+    ("mody2022intuition", "01_looking_things_up",
+     r"as revised in February 2023", r"as revised in February 2023"),
 ]
 
 
