@@ -101,8 +101,8 @@ def log_prob(text: str, relative: float = 0.4, adjective: float = 0.3,
 
     Every grammatical sentence has exactly one derivation (its nouns fix
     the number of each ``the``), so its probability is the product of the
-    choices made to draw it. Averaged over sentences and divided by their
-    mean number of predicted tokens it is the language's entropy per token,
+    choices made to draw it. Minus its mean over sentences, divided by their
+    mean number of predicted tokens, is the language's entropy per token,
     the lowest loss a model can reach.
 
     Parameters

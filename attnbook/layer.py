@@ -155,7 +155,8 @@ class KVCache:
     holds and can inspect, not hidden state on the module. It takes no
     arguments; ``len(cache)`` is n_past. Its attributes ``k`` and ``v`` are
     the cached keys and values, tensors of shape (batch, n_heads, n_past,
-    d_head), or None while the cache is empty.
+    d_head) (n_kv_heads in place of n_heads under grouped-query attention),
+    or None while the cache is empty.
     """
 
     def __init__(self):
@@ -172,6 +173,7 @@ class KVCache:
         Parameters
         ----------
         k, v : torch.Tensor, shape (batch, n_heads, n_new, d_head)
+            Under grouped-query attention, n_kv_heads in place of n_heads.
 
         Returns
         -------

@@ -371,7 +371,7 @@ def without_heads(model: nn.Module, heads):
         and the linear layer ``proj``.
     heads : sequence of (int, int)
         (layer, head) pairs, both counted from 0 as in the code: ``(1, 0)``
-        is head 1 of layer 2.
+        is the first head of the second layer.
 
     Yields
     ------

@@ -51,7 +51,7 @@ class GroupedQueryAttention(nn.Module):
     ``qkv`` map copies into ``nn.MultiheadAttention``, the layers are ``q``,
     ``nn.Linear(d_model, d_model)``, and ``kv``,
     ``nn.Linear(d_model, 2 n_kv_heads d_head)`` (keys, then values), and the
-    output projection ``proj``. A `attnbook.layer.KVCache` passed to `forward`
+    output projection ``proj``. An `attnbook.layer.KVCache` passed to `forward`
     stores only the n_kv_heads heads, which is what GQA saves. There is no
     dropout on the weights.
 
@@ -152,7 +152,8 @@ class Block(nn.Module):
         x = ln1(x + attn(x));  x = ln2(x + mlp(x))
 
     The modules are ``ln1``, ``attn`` (chapter 12's `CausalSelfAttention`,
-    or `GroupedQueryAttention` when n_kv_heads is given), ``ln2`` and
+    or `GroupedQueryAttention` when n_kv_heads is given and differs from
+    n_heads), ``ln2`` and
     ``mlp`` (``Linear(d_model, 4 d_model)``, GELU,
     ``Linear(4 d_model, d_model)``): the layout of
     ``torch.nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model,

@@ -208,7 +208,10 @@ FORWARD_MENTIONS = {
     "additive attention": (5, 9, "the experiments Vaswani et al. cite for the scaling, named"),
     "previous-token head": (15, 16, "'GPT-2 itself' names chapter 16's measurements"),
     "induction score": (15, 16, "'GPT-2 itself' names chapter 16's measurements"),
-    "attention-only model": (15, 16, "'GPT-2 itself': chapter 16's code is written for one"),
+    "attention-only model": (15, 16, "'chapter 16's own code, written for its attention-only "
+                             "model', named"),
+    "induction head": (13, 16, "'Where this comes from' names the next step; chapter 16 "
+                      "finds them"),
 }
 
 

@@ -236,6 +236,33 @@ def test_catalogues_use_the_books_terms():
     assert not wrong, f"{len(wrong)} terms:\n" + "\n".join(wrong)
 
 
+#: in a figure's translated text: a space after a full-width colon, or a
+#: full-width closing bracket right before one. Matplotlib squeezes no
+#: punctuation, and Noto Sans SC's colon already has two thirds of an em of
+#: blank after it, its closing bracket as much before it (zh round 10,
+#: finding 2: the KV-cache figure's labels read "（MHA）： 12").
+FIGURE_COLON = re.compile(r"：[ \u3000]|[）」』”]：")
+
+
+def figure_label_problems(messages) -> list[str]:
+    return [f"{m.string!r}" for m in messages
+            if m.id and isinstance(m.string, str) and FIGURE_COLON.search(m.string)]
+
+
+def test_figure_label_checker_sees_each_slip():
+    from babel.messages.catalog import Message
+    slips = [Message("a: {}", "甲： {}"), Message("a (b): {}", "甲（乙）：{}"),
+             Message("a: {}", "甲：{}"), Message("a (b), {}", "甲（乙），{}")]
+    assert figure_label_problems(slips) == ["'甲： {}'", "'甲（乙）：{}'"]
+
+
+def test_chinese_figure_labels_have_no_gap_at_a_colon():
+    from babel.messages.pofile import read_po
+    with (LOCALE / "figures.po").open("rb") as f:
+        wrong = figure_label_problems(read_po(f))
+    assert not wrong, "\n".join(wrong)
+
+
 # --- (c) the font subset covers the scripts' characters ---------------------------
 
 def test_font_subset_covers_every_character_the_chinese_pages_and_scripts_show(built_book):

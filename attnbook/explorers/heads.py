@@ -35,8 +35,8 @@ def explore_heads(weights, tokens: Sequence[str], index: int = 0) -> Explorer:
     tokens : sequence of str, length n
         The sequence's tokens, to label the rows and columns.
     index : int, default 0
-        The head shown first, counted layer by layer: head h (from 0) of
-        layer l (from 0) is ``l * n_heads + h``.
+        The head shown first, counted layer by layer: head i (from 0) of
+        layer l (from 0) is ``l * n_heads + i``.
 
     Returns
     -------
