@@ -261,7 +261,7 @@ class AdditiveAttention(nn.Module):
 
 
 class NWKernelRegression(nn.Module):
-    """Nadaraya–Watson regression with one learnable width w.
+    """Nadaraya–Watson regression with one learnable inverse width w.
 
     Taught in :doc:`/chapters/08_kernel_regression` (chapter 8).
 
@@ -270,7 +270,7 @@ class NWKernelRegression(nn.Module):
     Parameters
     ----------
     w : float, default 1.0
-        The initial width, a finite number.
+        The initial inverse width (1 / bandwidth), a finite number.
     """
 
     def __init__(self, w: float = 1.0):
