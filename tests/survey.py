@@ -411,7 +411,7 @@ def read_switch(page) -> dict | None:
 
 #: Queries the survey runs on each edition's search page, through Sphinx's
 #: own two steps of a search (the splitter of tools/sphinx/i18n_ui.py first).
-SEARCH_QUERIES = {"en": [], "zh": ["梯度并没有消失", "查询和键", "缩放点积注意力"]}
+SEARCH_QUERIES = {"en": [], "zh": ["上限并没有消失", "查询和键", "缩放点积注意力"]}
 
 SEARCH = """async (queries) => {
     for (let waited = 0; !Search.hasIndex(); waited += 50) {
